@@ -1,0 +1,76 @@
+"""The agents: who is in the room, the model port and its adapters, the instruction
+layers, the tool loop, and each agent's tools and integrations.
+
+Other domains import only what is listed here. The Gemini adapter is imported by the
+composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
+"""
+
+from agents.errors import AgentError, RunLimitExceeded, ToolError
+from agents.handoff import Delegate, handoff_tools
+from agents.history import ThreadMessage, to_contents, window
+from agents.instructions import Channel, Session, Trigger, compose
+from agents.model import (
+    Content,
+    FunctionCall,
+    FunctionResult,
+    Model,
+    ModelError,
+    ModelRejected,
+    ModelRequest,
+    ModelResponse,
+    ModelUnavailable,
+    ToolSpec,
+    Usage,
+)
+from agents.offline import OfflineModel
+from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
+from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
+from agents.scripted import ScriptedModel
+from agents.tools import Tool
+from agents.zee.home import Command, Device, SmartHome
+from agents.zee.sandbox import SandboxHome
+from agents.zee.tools import zee_tools
+
+__all__ = [
+    "AGENTS",
+    "AVA",
+    "HUMAN",
+    "POSTERA",
+    "SPECIALISTS",
+    "AgentError",
+    "AgentSpec",
+    "Channel",
+    "Command",
+    "Content",
+    "Delegate",
+    "Device",
+    "FunctionCall",
+    "FunctionResult",
+    "Model",
+    "ModelError",
+    "ModelRejected",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelUnavailable",
+    "OfflineModel",
+    "RunLimitExceeded",
+    "RunLimits",
+    "RunObserver",
+    "RunOutcome",
+    "SandboxHome",
+    "ScriptedModel",
+    "Session",
+    "SmartHome",
+    "ThreadMessage",
+    "Tool",
+    "ToolError",
+    "ToolSpec",
+    "Trigger",
+    "Usage",
+    "compose",
+    "handoff_tools",
+    "run_agent",
+    "to_contents",
+    "window",
+    "zee_tools",
+]

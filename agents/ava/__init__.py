@@ -1,0 +1,1 @@
+"""The Ava agent: persona text and tools."""

@@ -1,0 +1,114 @@
+"""The `Model` port: what every language model adapter takes and returns.
+
+Contents in (system instruction, thread history, this run's tool traffic) and tool
+declarations; text and/or function calls and token usage out. Adapters translate to and
+from their SDK at the boundary, so nothing else in the product sees a vendor type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "model"]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionResult:
+    call_id: str
+    name: str
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """One turn of the conversation the model sees: text, calls it made, or their results."""
+
+    role: Role
+    text: str = ""
+    calls: tuple[FunctionCall, ...] = ()
+    results: tuple[FunctionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A function the model may call; `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    contents: tuple[Content, ...]
+    tools: tuple[ToolSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one model call, as the provider reports them."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    tool_use_prompt_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.tool_use_prompt_tokens + self.output_tokens + self.thinking_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            tool_use_prompt_tokens=self.tool_use_prompt_tokens + other.tool_use_prompt_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "tool_use_prompt_tokens": self.tool_use_prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "thinking_tokens": self.thinking_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    text: str
+    calls: tuple[FunctionCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+class Model(Protocol):
+    """Anything that can answer one model call."""
+
+    async def generate(self, *, request: ModelRequest) -> ModelResponse: ...
+
+
+class ModelError(Exception):
+    """A model call failed in a way the run cannot recover from (after retries)."""
+
+
+class ModelUnavailable(ModelError):
+    """The provider did not answer in time or kept failing with retryable errors."""
+
+
+class ModelRejected(ModelError):
+    """The provider refused the request (bad request, safety block, bad key)."""

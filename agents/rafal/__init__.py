@@ -1,0 +1,1 @@
+"""The Rafal agent: persona text and tools."""

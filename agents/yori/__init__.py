@@ -1,0 +1,1 @@
+"""The Yori agent: persona text and tools."""

@@ -1,0 +1,1 @@
+"""The Zee agent: persona text and tools."""

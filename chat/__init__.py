@@ -1,0 +1,42 @@
+"""The chat: people, their one thread, routing, turns, the text API and live events.
+
+Other domains and main.py import only what is listed here.
+"""
+
+from chat.api import ChatApi, build_router, parse_zone
+from chat.edge import BodyLimit, on_chat_error, on_http_error, on_unexpected, on_validation_error, problem
+from chat.errors import ChatError
+from chat.events import EventHub, EventLog
+from chat.identity import LocalTokens, TokenVerifier
+from chat.people import People, Person
+from chat.routing import mentions, route
+from chat.runs import Run, Runs
+from chat.threads import Message, Threads
+from chat.turns import TurnResult, Turns
+
+__all__ = [
+    "BodyLimit",
+    "ChatApi",
+    "ChatError",
+    "EventHub",
+    "EventLog",
+    "LocalTokens",
+    "Message",
+    "People",
+    "Person",
+    "Run",
+    "Runs",
+    "Threads",
+    "TokenVerifier",
+    "TurnResult",
+    "Turns",
+    "build_router",
+    "mentions",
+    "on_chat_error",
+    "on_http_error",
+    "on_unexpected",
+    "on_validation_error",
+    "parse_zone",
+    "problem",
+    "route",
+]

@@ -1,0 +1,186 @@
+"""The text API (SPEC §12): sign-in, the person, messages and live events.
+
+(No `from __future__ import annotations` here: FastAPI must evaluate the dependency
+annotations of the closures below, which live in no module namespace.)
+
+Handlers only translate HTTP to domain calls; validation lives in the schemas and the
+domain, and errors become problem+json in the exception handlers main.py registers.
+Every query is scoped to the authenticated person: no id from a path or body can reach
+another person's data.
+"""
+
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from chat.errors import SignInDisabled, TimeZoneInvalid, TooManyStreams, Unauthorized
+from chat.events import EventHub, EventLog
+from chat.identity import LocalTokens, TokenVerifier
+from chat.people import People, Person
+from chat.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, Problem, SignedIn, TurnOut
+from chat.threads import Threads
+from chat.turns import Turns
+
+PAGE_MAX = 200
+# Turns that outlive a disconnected request are kept here until they finish, so the
+# event loop's weak reference is never the only one.
+_TURNS_IN_FLIGHT: set[asyncio.Task[Any]] = set()
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (400, 401, 404, 413, 422, 503)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatApi:
+    """Everything the text API needs, built by main.py."""
+
+    people: People
+    verifier: TokenVerifier
+    local_tokens: LocalTokens | None
+    turns: Turns
+    threads: Threads
+    event_log: EventLog
+    hub: EventHub
+    sse_streams_per_person_max: int
+    sse_keepalive_s: float
+    on_signup: Callable[[Person], Awaitable[None]] | None = None
+
+
+def parse_zone(name: str) -> ZoneInfo:
+    if len(name) > 64 or ".." in name or name.startswith("/"):
+        raise TimeZoneInvalid(f"{name[:64]!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise TimeZoneInvalid(f"{name!r} is not an IANA time zone name (e.g. Asia/Jakarta).") from exc
+
+
+def _bearer(authorization: str | None) -> str:
+    if not authorization:
+        raise Unauthorized("Send Authorization: Bearer <token>.")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Send Authorization: Bearer <token>.")
+    return token.strip()
+
+
+def build_router(api: ChatApi) -> APIRouter:
+    router = APIRouter(prefix="/v1", responses=_PROBLEMS)
+
+    async def person_from(token: str) -> Person:
+        person = await api.people.get(await api.verifier.verify(token))
+        if person is None:
+            raise Unauthorized("This account no longer exists.")
+        return person
+
+    async def current_person(authorization: Annotated[str | None, Header()] = None) -> Person:
+        return await person_from(_bearer(authorization))
+
+    async def current_zone(
+        person: Annotated[Person, Depends(current_person)],
+        time_zone: Annotated[str | None, Header(alias="time-zone")] = None,
+    ) -> ZoneInfo:
+        if time_zone is None:
+            return parse_zone(person.time_zone)
+        zone = parse_zone(time_zone)
+        if zone.key != person.time_zone:
+            await api.people.remember_time_zone(person.id, zone.key)
+        return zone
+
+    @router.post("/auth/local", response_model=SignedIn, tags=["identity"])
+    async def sign_in_local(body: LocalSignIn) -> dict[str, Any]:
+        """Local sign-in (single-machine mode): a display name in, a session token out."""
+        if api.local_tokens is None:
+            raise SignInDisabled("This server signs people in with Firebase.")
+        if not body.name.strip():
+            raise Unauthorized("A name is required.")
+        person, created = await api.people.sign_in_local(body.name)
+        if created and api.on_signup is not None:
+            await api.on_signup(person)
+        return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
+
+    @router.get("/me", response_model=PersonOut, tags=["identity"])
+    async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+        return person.as_json()
+
+    @router.post("/messages", response_model=TurnOut, tags=["thread"])
+    async def post_message(
+        body: PostMessage,
+        person: Annotated[Person, Depends(current_person)],
+        zone: Annotated[ZoneInfo, Depends(current_zone)],
+    ) -> dict[str, Any]:
+        """Write a message to the person's thread, run whoever it is for, return what was written."""
+        # The turn runs as its own task: a client that disconnects does not cancel the
+        # runs halfway, so the thread and the usage records stay whole.
+        task = asyncio.ensure_future(
+            api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
+        )
+        _TURNS_IN_FLIGHT.add(task)
+        task.add_done_callback(_TURNS_IN_FLIGHT.discard)
+        result = await asyncio.shield(task)
+        return result.as_json()
+
+    @router.get("/messages", response_model=MessagesPage, tags=["thread"])
+    async def list_messages(
+        person: Annotated[Person, Depends(current_person)],
+        before: Annotated[int | None, Query(ge=0)] = None,
+        after: Annotated[int | None, Query(ge=0)] = None,
+        limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
+    ) -> dict[str, Any]:
+        """The thread, paged by seq: the newest `limit` before `before`, or the oldest after `after`."""
+        rows = await api.threads.page(person.id, before=before, after=after, limit=limit + 1)
+        has_more = len(rows) > limit
+        rows = (rows[:limit] if after is not None else rows[-limit:]) if has_more else rows
+        return {"messages": [m.as_json() for m in rows], "has_more": has_more}
+
+    @router.get("/events", tags=["thread"], response_class=StreamingResponse)
+    async def events(
+        authorization: Annotated[str | None, Header()] = None,
+        last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
+        access_token: Annotated[str | None, Query(max_length=300)] = None,
+        after: Annotated[int | None, Query(ge=0)] = None,
+    ) -> StreamingResponse:
+        """Server-Sent Events: message, run.started, run.finished, wallet.changed, …
+
+        Browsers' EventSource cannot set headers, so `access_token` may carry the token.
+        Resumes after `Last-Event-ID` (or `after`); otherwise starts with new events."""
+        person = await person_from(access_token if access_token else _bearer(authorization))
+        if api.hub.streams(person.id) >= api.sse_streams_per_person_max:
+            raise TooManyStreams(f"At most {api.sse_streams_per_person_max} live connections per person.")
+        cursor = after
+        if last_event_id is not None and last_event_id.isdigit():
+            cursor = int(last_event_id)
+        if cursor is None:
+            cursor = await api.event_log.latest_id(person.id)
+        return StreamingResponse(
+            _stream(api, person.id, cursor),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    return router
+
+
+async def _stream(api: ChatApi, person_id: str, cursor: int) -> AsyncIterator[str]:
+    async with api.hub.subscribe(person_id) as wake:
+        yield "retry: 2000\n\n"
+        while True:
+            wake.clear()
+            batch = await api.event_log.since(person_id, cursor)
+            for event in batch:
+                cursor = event.id
+                yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data, ensure_ascii=False)}\n\n"
+            if batch:
+                continue
+            try:
+                async with asyncio.timeout(api.sse_keepalive_s):
+                    await wake.wait()
+            except TimeoutError:
+                yield ": keep-alive\n\n"

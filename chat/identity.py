@@ -1,0 +1,56 @@
+"""Who is calling: signed session tokens for local sign-in (SPEC §10).
+
+A `TokenVerifier` turns a bearer token into a person id. `LocalTokens` issues and checks
+HMAC-SHA256 tokens bound to a person and an expiry; a Firebase verifier will sit beside
+it. Verification is constant-time and says nothing about why a token failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from typing import Protocol
+
+from chat.errors import Unauthorized
+
+_VERSION = "v1"
+
+
+class TokenVerifier(Protocol):
+    async def verify(self, token: str) -> str:
+        """The person id the token belongs to; raises `Unauthorized` otherwise."""
+        ...
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+class LocalTokens:
+    """Tokens of the form `v1.<person>.<expires>.<mac>`; the secret never leaves the server."""
+
+    def __init__(self, secret: bytes, *, ttl_s: int) -> None:
+        assert len(secret) >= 32, "the session secret must be at least 32 bytes"
+        self._secret = secret
+        self._ttl_s = ttl_s
+
+    def _mac(self, body: str) -> str:
+        return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
+
+    def issue(self, person_id: str, *, now: float | None = None) -> str:
+        expires = int((now if now is not None else time.time()) + self._ttl_s)
+        body = f"{_VERSION}.{person_id}.{expires}"
+        return f"{body}.{self._mac(body)}"
+
+    async def verify(self, token: str) -> str:
+        parts = token.split(".")
+        if len(parts) != 4 or parts[0] != _VERSION or len(token) > 300:
+            raise Unauthorized("The token is not valid.")
+        body = ".".join(parts[:3])
+        if not hmac.compare_digest(self._mac(body), parts[3]):
+            raise Unauthorized("The token is not valid.")
+        if not parts[2].isdigit() or int(parts[2]) < time.time():
+            raise Unauthorized("The token has expired; sign in again.")
+        return parts[1]

@@ -1,0 +1,68 @@
+"""People: who they are and which time zone they live in.
+
+Local sign-in identifies a person by their display name, normalised (case and spacing
+ignored): on a single machine the name is the account, and the same name signs back in
+to the same thread. Every person gets their thread row when they are created.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+_CREATE_LOCAL_SQL = """
+WITH person AS (
+    INSERT INTO people (id, name, local_key, time_zone) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (local_key) DO UPDATE SET local_key = EXCLUDED.local_key
+    RETURNING id, name, time_zone, created_at, (xmax = 0) AS created
+), thread AS (
+    INSERT INTO threads (person_id) SELECT id FROM person WHERE created
+    ON CONFLICT DO NOTHING
+)
+SELECT id, name, time_zone, created_at, created FROM person
+"""
+_GET_SQL = "SELECT id, name, time_zone, created_at FROM people WHERE id = $1"
+_SET_ZONE_SQL = "UPDATE people SET time_zone = $2 WHERE id = $1 AND time_zone <> $2"
+
+NAME_CHARS_MAX = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    id: str
+    name: str
+    time_zone: str
+    created_at: datetime
+
+    def as_json(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "time_zone": self.time_zone, "created_at": self.created_at.isoformat()}
+
+
+def normalise_name(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+class People:
+    def __init__(self, pool: asyncpg.Pool, *, default_time_zone: str) -> None:
+        self._pool = pool
+        self._default_time_zone = default_time_zone
+
+    async def sign_in_local(self, name: str) -> tuple[Person, bool]:
+        """The person with this display name, created on first sign-in; and whether new."""
+        clean = " ".join(name.split())
+        row = await self._pool.fetchrow(
+            _CREATE_LOCAL_SQL, f"usr_{secrets.token_hex(8)}", clean, normalise_name(clean), self._default_time_zone
+        )
+        assert row is not None
+        return Person(row["id"], row["name"], row["time_zone"], row["created_at"]), bool(row["created"])
+
+    async def get(self, person_id: str) -> Person | None:
+        row = await self._pool.fetchrow(_GET_SQL, person_id)
+        return Person(row["id"], row["name"], row["time_zone"], row["created_at"]) if row else None
+
+    async def remember_time_zone(self, person_id: str, time_zone: str) -> None:
+        """Keep the zone the person's device last reported, for doors that carry none."""
+        await self._pool.execute(_SET_ZONE_SQL, person_id, time_zone)

@@ -1,0 +1,176 @@
+"""Runs: one agent turn each, with who triggered it, what it used and how it ended.
+
+A run is recorded `running` before the model is called and finished exactly once.
+Usage is added after every model call, so a run that dies halfway still shows what it
+burned. Starting and finishing publish `run.started` / `run.finished` events.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from chat.events import publish
+
+_COLUMNS = """id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel, status,
+error_code, error_detail, model, model_calls, tool_calls, usage, cost_micros, started_at, finished_at"""
+_START_SQL = f"""
+INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}
+"""
+_CALL_SQL = """
+UPDATE runs SET model_calls = model_calls + 1, model = $2,
+    usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
+                      FROM jsonb_each_text($3::jsonb) AS u(k, v))
+WHERE id = $1
+"""
+_TOOL_SQL = """
+WITH bump AS (UPDATE runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
+INSERT INTO run_events (run_id, idx, name, args, result)
+SELECT $1, tool_calls, $2, $3::jsonb, $4::jsonb FROM bump
+"""
+_FINISH_SQL = f"""
+UPDATE runs SET status = $2, error_code = $3, error_detail = $4, finished_at = clock_timestamp()
+WHERE id = $1 AND status = 'running' RETURNING person_id, {_COLUMNS}
+"""
+_OF_ORIGIN_SQL = f"SELECT {_COLUMNS} FROM runs WHERE person_id = $1 AND origin_message_id = $2 ORDER BY started_at"
+_GET_SQL = f"SELECT {_COLUMNS} FROM runs WHERE person_id = $1 AND id = $2"
+_RUNNING_PEOPLE_SQL = "SELECT DISTINCT person_id FROM runs WHERE status = 'running'"
+_ABANDON_SQL = f"""
+UPDATE runs SET status = 'failed', error_code = 'abandoned',
+    error_detail = 'The server stopped before this run finished.', finished_at = clock_timestamp()
+WHERE person_id = $1 AND status = 'running' RETURNING person_id, {_COLUMNS}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: str
+    agent: str
+    trigger: str
+    parent_run_id: str | None
+    trigger_message_id: str
+    origin_message_id: str
+    channel: str
+    status: str
+    error_code: str | None
+    error_detail: str | None
+    model: str | None
+    model_calls: int
+    tool_calls: int
+    usage: dict[str, int]
+    cost_micros: int
+    started_at: datetime
+    finished_at: datetime | None
+
+    def as_json(self) -> dict[str, Any]:
+        error = {"type": self.error_code, "detail": self.error_detail} if self.error_code else None
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "trigger": self.trigger,
+            "parent_run_id": self.parent_run_id,
+            "trigger_message_id": self.trigger_message_id,
+            "channel": self.channel,
+            "status": self.status,
+            "model": self.model,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "usage": self.usage,
+            "cost_micros": self.cost_micros,
+            "error": error,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }
+
+
+def _run(row: asyncpg.Record) -> Run:
+    return Run(
+        id=row["id"],
+        agent=row["agent"],
+        trigger=row["trigger"],
+        parent_run_id=row["parent_run_id"],
+        trigger_message_id=row["trigger_message_id"],
+        origin_message_id=row["origin_message_id"],
+        channel=row["channel"],
+        status=row["status"],
+        error_code=row["error_code"],
+        error_detail=row["error_detail"],
+        model=row["model"],
+        model_calls=row["model_calls"],
+        tool_calls=row["tool_calls"],
+        usage=dict(row["usage"]),
+        cost_micros=row["cost_micros"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+class Runs:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def start(
+        self,
+        person_id: str,
+        *,
+        agent: str,
+        trigger: str,
+        parent_run_id: str | None,
+        trigger_message_id: str,
+        origin_message_id: str,
+        channel: str,
+    ) -> Run:
+        async with self._pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                _START_SQL,
+                f"run_{secrets.token_hex(10)}",
+                person_id,
+                agent,
+                trigger,
+                parent_run_id,
+                trigger_message_id,
+                origin_message_id,
+                channel,
+            )
+            assert row is not None
+            run = _run(row)
+            await publish(conn, person_id, "run.started", run.as_json())
+        return run
+
+    async def record_call(self, run_id: str, *, model: str, usage: dict[str, int]) -> None:
+        await self._pool.execute(_CALL_SQL, run_id, model, usage)
+
+    async def record_tool(self, run_id: str, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
+        await self._pool.execute(_TOOL_SQL, run_id, name, args, result)
+
+    async def finish(
+        self, run_id: str, *, status: str, error_code: str | None = None, error_detail: str | None = None
+    ) -> Run:
+        async with self._pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(_FINISH_SQL, run_id, status, error_code, error_detail)
+            assert row is not None, f"run {run_id} was already finished"
+            run = _run(row)
+            await publish(conn, row["person_id"], "run.finished", run.as_json())
+        return run
+
+    async def get(self, person_id: str, run_id: str) -> Run | None:
+        row = await self._pool.fetchrow(_GET_SQL, person_id, run_id)
+        return _run(row) if row else None
+
+    async def of_origin(self, person_id: str, origin_message_id: str) -> list[Run]:
+        return [_run(r) for r in await self._pool.fetch(_OF_ORIGIN_SQL, person_id, origin_message_id)]
+
+    async def people_with_running(self) -> list[str]:
+        return [r["person_id"] for r in await self._pool.fetch(_RUNNING_PEOPLE_SQL)]
+
+    async def abandon(self, conn: asyncpg.Connection, person_id: str) -> list[Run]:
+        """Fail a person's runs left `running`; call only while holding their thread."""
+        rows = await conn.fetch(_ABANDON_SQL, person_id)
+        for row in rows:
+            await publish(conn, person_id, "run.finished", _run(row).as_json())
+        return [_run(r) for r in rows]

@@ -1,0 +1,95 @@
+"""The text API's request and response bodies, as the OpenAPI document shows them.
+
+Requests are strict (no extra fields, no type coercion) so a wrong type is a clear 4xx
+instead of a guess; limits that have their own problem type (message length) are checked
+in the domain, not here, so they keep that type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class LocalSignIn(_Strict):
+    name: str = Field(min_length=1, max_length=100, description="Display name; the same name signs in again.")
+
+
+class PostMessage(_Strict):
+    text: str = Field(description="What the person says; at most 4,000 characters.")
+    client_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="A retry with the same client_id returns the first result instead of running again.",
+    )
+
+
+class PersonOut(BaseModel):
+    id: str
+    name: str
+    time_zone: str
+    created_at: str
+
+
+class SignedIn(BaseModel):
+    token: str
+    user: PersonOut
+
+
+class MessageOut(BaseModel):
+    id: str
+    seq: int
+    author: str
+    text: str
+    created_at: str
+    channel: str
+    run_id: str | None
+    emotions: list[str]
+
+
+class RunError(BaseModel):
+    type: str
+    detail: str | None
+
+
+class RunOut(BaseModel):
+    id: str
+    agent: str
+    trigger: str
+    parent_run_id: str | None
+    trigger_message_id: str
+    channel: str
+    status: str
+    model: str | None
+    model_calls: int
+    tool_calls: int
+    usage: dict[str, int]
+    cost_micros: int
+    error: RunError | None
+    started_at: str
+    finished_at: str | None
+
+
+class TurnOut(BaseModel):
+    messages: list[MessageOut]
+    runs: list[RunOut]
+
+
+class MessagesPage(BaseModel):
+    messages: list[MessageOut]
+    has_more: bool
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str | None = None
+    errors: list[dict[str, Any]] | None = None

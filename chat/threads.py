@@ -1,0 +1,165 @@
+"""The thread: one per person, the agents' shared record of what was said (SPEC §3).
+
+Appending a message takes the next `seq` from the thread row and records a `message`
+event in the same transaction. `turn()` serialises whole turns for one person across
+requests and server processes with a PostgreSQL advisory lock held on a dedicated
+connection; waiters queue in arrival order and different people never wait on each
+other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from chat.errors import ThreadBusy
+from chat.events import publish
+
+_COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
+_NEXT_SEQ_SQL = "UPDATE threads SET last_seq = last_seq + 1 WHERE person_id = $1 RETURNING last_seq"
+_INSERT_SQL = f"""
+INSERT INTO messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING {_COLUMNS}
+"""
+_PAGE_BEFORE_SQL = f"""
+SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
+"""
+_PAGE_AFTER_SQL = f"""
+SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+"""
+_BY_IDS_SQL = f"SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND id = ANY($2::text[]) ORDER BY seq"
+_BY_CLIENT_SQL = f"SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND client_id = $2"
+_OF_RUNS_SQL = f"""
+SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND (id = $2 OR run_id = ANY($3::text[])) ORDER BY seq
+"""
+_LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('thread:' || $1, 0))"
+_UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('thread:' || $1, 0))"
+_TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('thread:' || $1, 0))"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: str
+    seq: int
+    author: str
+    text: str
+    channel: str
+    run_id: str | None
+    created_at: datetime
+    emotions: tuple[str, ...] = field(default=())
+    client_id: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "author": self.author,
+            "text": self.text,
+            "created_at": self.created_at.isoformat(),
+            "channel": self.channel,
+            "run_id": self.run_id,
+            "emotions": list(self.emotions),
+        }
+
+
+def _message(row: asyncpg.Record) -> Message:
+    return Message(
+        id=row["id"],
+        seq=row["seq"],
+        author=row["author"],
+        text=row["text"],
+        channel=row["channel"],
+        run_id=row["run_id"],
+        created_at=row["created_at"],
+        emotions=tuple(row["emotions"]),
+        client_id=row["client_id"],
+    )
+
+
+class Threads:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def append(
+        self,
+        person_id: str,
+        *,
+        author: str,
+        text: str,
+        channel: str,
+        run_id: str | None = None,
+        emotions: Sequence[str] = (),
+        client_id: str | None = None,
+    ) -> Message:
+        async with self._pool.acquire() as conn, conn.transaction():
+            seq = await conn.fetchval(_NEXT_SEQ_SQL, person_id)
+            assert seq is not None, f"person {person_id} has no thread"
+            row = await conn.fetchrow(
+                _INSERT_SQL,
+                f"msg_{secrets.token_hex(10)}",
+                person_id,
+                seq,
+                author,
+                text,
+                channel,
+                run_id,
+                list(emotions),
+                client_id,
+            )
+            assert row is not None
+            message = _message(row)
+            await publish(conn, person_id, "message", message.as_json())
+        return message
+
+    async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
+        """Messages in seq order: the newest `limit` before `before`, or the oldest after `after`."""
+        if after is not None:
+            rows = await self._pool.fetch(_PAGE_AFTER_SQL, person_id, after, limit)
+            return [_message(r) for r in rows]
+        rows = await self._pool.fetch(_PAGE_BEFORE_SQL, person_id, before or 2**62, limit)
+        return [_message(r) for r in reversed(rows)]
+
+    async def by_ids(self, person_id: str, ids: Sequence[str]) -> list[Message]:
+        rows = await self._pool.fetch(_BY_IDS_SQL, person_id, list(ids))
+        return [_message(r) for r in rows]
+
+    async def by_client_id(self, person_id: str, client_id: str) -> Message | None:
+        row = await self._pool.fetchrow(_BY_CLIENT_SQL, person_id, client_id)
+        return _message(row) if row else None
+
+    async def of_turn(self, person_id: str, origin_id: str, run_ids: Sequence[str]) -> list[Message]:
+        """The message that started a turn and every message its runs wrote."""
+        rows = await self._pool.fetch(_OF_RUNS_SQL, person_id, origin_id, list(run_ids))
+        return [_message(r) for r in rows]
+
+    @asynccontextmanager
+    async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
+        """Hold the person's thread for one whole turn."""
+        async with self._pool.acquire() as conn:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await conn.execute(_LOCK_SQL, person_id)
+            except TimeoutError as exc:
+                raise ThreadBusy("Another request is still being answered; try again shortly.") from exc
+            try:
+                yield
+            finally:
+                # Shielded: a cancelled request must still give the thread back. (Were
+                # the unlock lost anyway, returning the connection to the pool resets it,
+                # which releases every advisory lock it held.)
+                await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
+
+    async def is_idle(self, conn: asyncpg.Connection, person_id: str) -> bool:
+        """True (and then held by `conn` until unlocked) when no turn holds the thread."""
+        return bool(await conn.fetchval(_TRY_LOCK_SQL, person_id))
+
+    async def release(self, conn: asyncpg.Connection, person_id: str) -> None:
+        await conn.execute(_UNLOCK_SQL, person_id)

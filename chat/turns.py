@@ -1,0 +1,230 @@
+"""A turn: the person's message, the runs it starts, and everything they write.
+
+This is where routing, the thread and the agent runtime meet. A turn holds the person's
+thread from the moment their message is written until the last run finishes, so turns
+from several doors (web tabs, a call, a waking note) queue instead of interleaving. Ava
+hands work on only through her handoff tools: the tool writes her bare tag, runs the
+specialist with `trigger=ava` and returns its reply to her. A run that fails is
+recorded as failed with a stable error code; it never takes the person's message with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from agents import (
+    AGENTS,
+    AgentSpec,
+    Channel,
+    Model,
+    ModelError,
+    ModelUnavailable,
+    RunLimitExceeded,
+    RunLimits,
+    Session,
+    SmartHome,
+    ThreadMessage,
+    Tool,
+    ToolError,
+    Trigger,
+    Usage,
+    compose,
+    handoff_tools,
+    run_agent,
+    to_contents,
+    window,
+    zee_tools,
+)
+from chat.blank import is_blank
+from chat.errors import MessageBlank, MessageTooLong
+from chat.people import Person
+from chat.routing import route
+from chat.runs import Run, Runs
+from chat.threads import Message, Threads
+
+log = logging.getLogger(__name__)
+
+TEXT_CHARS_MAX = 4_000
+# How many recent messages are read before the token budget picks the window.
+_HISTORY_ROWS_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    messages: list[Message]
+    runs: list[Run]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"messages": [m.as_json() for m in self.messages], "runs": [r.as_json() for r in self.runs]}
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What every run of one turn shares."""
+
+    person: Person
+    channel: Channel
+    zone: ZoneInfo
+    origin: Message
+    runs: list[Run] = field(default_factory=list)
+
+
+class _Recorder:
+    """Writes what a run does as it does it."""
+
+    def __init__(self, runs: Runs, run_id: str) -> None:
+        self._runs = runs
+        self._run_id = run_id
+
+    async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
+        await self._runs.record_call(self._run_id, model=model, usage=usage.as_dict())
+
+    async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
+        await self._runs.record_tool(self._run_id, name=name, args=args, result=result)
+
+
+def check_text(text: str) -> str:
+    if len(text) > TEXT_CHARS_MAX:
+        raise MessageTooLong(f"A message holds at most {TEXT_CHARS_MAX} characters; this one has {len(text)}.")
+    if is_blank(text):
+        raise MessageBlank("Write something before sending.")
+    return text
+
+
+class Turns:
+    def __init__(
+        self,
+        *,
+        threads: Threads,
+        runs: Runs,
+        model: Model,
+        model_name: Callable[[str], str],
+        home: SmartHome,
+        history_tokens_max: int,
+        thread_wait_s: float,
+        limits: RunLimits = RunLimits(),
+    ) -> None:
+        self._threads = threads
+        self._runs = runs
+        self._model = model
+        self._model_name = model_name
+        self._home = home
+        self._history_tokens_max = history_tokens_max
+        self._thread_wait_s = thread_wait_s
+        self._limits = limits
+
+    async def post(
+        self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
+    ) -> TurnResult:
+        """Write the person's message, run whoever it is for, and return what the turn wrote."""
+        check_text(text)
+        if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
+            return earlier
+        async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
+            # Checked again under the lock: the first attempt may have just finished.
+            if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
+                return earlier
+            message = await self._threads.append(
+                person.id, author="human", text=text, channel=channel, client_id=client_id
+            )
+            turn = _Turn(person=person, channel=channel, zone=zone, origin=message)
+            await self._run(turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message)
+        return await self._result(person, message)
+
+    async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
+        message = await self._threads.by_client_id(person.id, client_id)
+        return await self._result(person, message) if message is not None else None
+
+    async def _result(self, person: Person, origin: Message) -> TurnResult:
+        runs = await self._runs.of_origin(person.id, origin.id)
+        messages = await self._threads.of_turn(person.id, origin.id, [r.id for r in runs])
+        return TurnResult(messages=messages, runs=runs)
+
+    async def _history(self, turn: _Turn, pinned: Sequence[Message]) -> tuple[list[ThreadMessage], datetime | None]:
+        recent = await self._threads.page(turn.person.id, before=None, after=None, limit=_HISTORY_ROWS_MAX)
+        known = {m.id for m in recent}
+        rows = recent + [m for m in pinned if m.id not in known]
+        messages = [ThreadMessage(m.id, m.seq, m.author, m.text, m.created_at) for m in rows]
+        chosen = window(messages, budget_tokens=self._history_tokens_max, pinned_ids=[m.id for m in pinned])
+        before_origin = [m for m in messages if m.seq < turn.origin.seq]
+        previous_at = max(before_origin, key=lambda m: m.seq).created_at if before_origin else None
+        return chosen, previous_at
+
+    def _tools(self, turn: _Turn, agent: AgentSpec, run: Run) -> list[Tool]:
+        if agent.name == "zee":
+            return zee_tools(self._home, person_id=turn.person.id)
+        if agent.role != "lead":
+            return []
+
+        async def delegate(specialist: AgentSpec, tag: str) -> str:
+            handoff = await self._threads.append(
+                turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
+            )
+            child, reply = await self._run(
+                turn, agent=specialist, trigger="ava", parent=run.id, trigger_message=handoff
+            )
+            if child.status != "succeeded":
+                raise ToolError(f"{specialist.display_name} could not finish this time ({child.error_code}).")
+            return reply
+
+        return handoff_tools(delegate)
+
+    async def _run(
+        self, turn: _Turn, *, agent: AgentSpec, trigger: Trigger, parent: str | None, trigger_message: Message
+    ) -> tuple[Run, str]:
+        """One agent run to its end; returns the finished run and its reply ("" if silent)."""
+        run = await self._runs.start(
+            turn.person.id,
+            agent=agent.name,
+            trigger=trigger,
+            parent_run_id=parent,
+            trigger_message_id=trigger_message.id,
+            origin_message_id=turn.origin.id,
+            channel=turn.channel,
+        )
+        pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
+        history, previous_at = await self._history(turn, pinned)
+        session = Session(now=datetime.now(UTC), time_zone=turn.zone, previous_message_at=previous_at)
+        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session)
+        contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
+        error: tuple[str, str] | None = None
+        reply = ""
+        try:
+            outcome = await run_agent(
+                model=self._model,
+                model_name=self._model_name(agent.name),
+                system=system,
+                history=contents,
+                tools=self._tools(turn, agent, run),
+                observer=_Recorder(self._runs, run.id),
+                limits=self._limits,
+            )
+            reply = "" if is_blank(outcome.text) else outcome.text.strip()
+        except RunLimitExceeded as exc:
+            error = ("run_limit_exceeded", str(exc))
+        except ModelUnavailable:
+            error = ("model_unavailable", "The model did not answer in time; try again.")
+        except ModelError:
+            error = ("model_error", "The model could not answer this message.")
+        except Exception:
+            log.exception("run %s (%s) failed", run.id, agent.name)
+            error = ("internal_error", "Something went wrong on our side.")
+        if error is None and reply:
+            await self._threads.append(turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id)
+        finished = await self._runs.finish(
+            run.id,
+            status="failed" if error else "succeeded",
+            error_code=error[0] if error else None,
+            error_detail=error[1] if error else None,
+        )
+        log.info(
+            "run finished",
+            extra={"person": turn.person.id, "run": run.id, "agent": agent.name, "trigger": trigger,
+                   "status": finished.status, "usage": finished.usage},
+        )
+        return finished, reply

@@ -1,0 +1,305 @@
+"""The composition root: Settings -> adapters -> domains -> the ASGI app and the CLI.
+
+Nothing imports this module (the `avagenc` console script calls `cli`). It is the only
+place that decides which adapter serves each port, and it says so in one log line at
+startup, so an operator can see at a glance what a deployment is really talking to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import secrets
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from agents import Model, OfflineModel, SandboxHome
+from chat import (
+    BodyLimit,
+    ChatApi,
+    ChatError,
+    EventHub,
+    EventLog,
+    LocalTokens,
+    People,
+    Person,
+    Runs,
+    Threads,
+    Turns,
+    build_router,
+    on_chat_error,
+    on_http_error,
+    on_unexpected,
+    on_validation_error,
+    problem,
+)
+from database import EmbeddedPostgres, apply_migrations, create_pool
+from settings import Settings
+
+log = logging.getLogger("avagenc")
+
+
+def session_secret(settings: Settings) -> bytes:
+    """The HMAC key for local tokens: from settings, or generated once and kept on disk."""
+    if settings.session_secret is not None:
+        return settings.session_secret.get_secret_value().encode()
+    path = settings.avagenc_home / "session_secret"
+    if not path.exists():
+        settings.avagenc_home.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip().encode()
+
+
+def choose_model(settings: Settings) -> Model:
+    if settings.gemini_api_key is not None:
+        from agents.gemini import GeminiModel  # the SDK loads only when it is used
+
+        return GeminiModel(
+            api_key=settings.gemini_api_key.get_secret_value(),
+            timeout_s=settings.gemini_timeout_s,
+            retries_max=settings.gemini_retries_max,
+        )
+    return OfflineModel()
+
+
+@dataclass
+class Services:
+    """Everything one process runs, built once and closed once."""
+
+    settings: Settings
+    dsn: str
+    pool: asyncpg.Pool
+    hub: EventHub
+    people: People
+    threads: Threads
+    runs: Runs
+    turns: Turns
+    local_tokens: LocalTokens
+    embedded: EmbeddedPostgres | None = None
+    adapters: dict[str, str] = field(default_factory=dict)
+
+    async def close(self) -> None:
+        await self.hub.stop()
+        await self.pool.close()
+        if self.embedded is not None:
+            await asyncio.to_thread(self.embedded.stop)
+
+
+async def database_url(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.avagenc_home / "pg")
+    return await asyncio.to_thread(embedded.start), embedded
+
+
+async def migrate(pool: asyncpg.Pool) -> list[str]:
+    async with pool.acquire() as conn:
+        return await apply_migrations(conn)
+
+
+async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) -> int:
+    """Runs left `running` by a crash are failed, but only where no live turn holds the
+    thread: another server process sharing the database may be running them right now."""
+    failed = 0
+    async with pool.acquire() as conn:
+        for person_id in await runs.people_with_running():
+            if await threads.is_idle(conn, person_id):
+                try:
+                    failed += len(await runs.abandon(conn, person_id))
+                finally:
+                    await threads.release(conn, person_id)
+    return failed
+
+
+async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+    dsn, embedded = await database_url(settings)
+    pool = await create_pool(dsn, size_max=settings.database_pool_max)
+    try:
+        if migrate_first:
+            await migrate(pool)
+        threads, runs = Threads(pool), Runs(pool)
+        chosen = model or choose_model(settings)
+        home = SandboxHome(pool)
+        turns = Turns(
+            threads=threads,
+            runs=runs,
+            model=chosen,
+            model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
+            home=home,
+            history_tokens_max=settings.history_tokens_max,
+            thread_wait_s=settings.thread_wait_s,
+        )
+        hub = EventHub(dsn)
+        await hub.start()
+        abandoned = await fail_abandoned_runs(threads, runs, pool)
+        if abandoned:
+            log.warning("marked %d abandoned runs as failed", abandoned)
+    except BaseException:
+        await pool.close()
+        if embedded is not None:
+            embedded.stop()
+        raise
+    adapters = {
+        "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
+        "model": type(chosen).__name__,
+        "smart_home": type(home).__name__,
+        "identity": "LocalTokens",
+    }
+    return Services(
+        settings=settings,
+        dsn=dsn,
+        pool=pool,
+        hub=hub,
+        people=People(pool, default_time_zone=settings.default_time_zone),
+        threads=threads,
+        runs=runs,
+        turns=turns,
+        local_tokens=LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s),
+        embedded=embedded,
+        adapters=adapters,
+    )
+
+
+def build_app(services: Services) -> FastAPI:
+    settings = services.settings
+    app = FastAPI(
+        title="Avagenc Chat",
+        version="0.1.0",
+        description="A group chat where the person is the only human and every other member is an AI agent.",
+    )
+    api = ChatApi(
+        people=services.people,
+        verifier=services.local_tokens,
+        local_tokens=services.local_tokens,
+        turns=services.turns,
+        threads=services.threads,
+        event_log=EventLog(services.pool),
+        hub=services.hub,
+        sse_streams_per_person_max=settings.sse_streams_per_person_max,
+        sse_keepalive_s=settings.sse_keepalive_s,
+    )
+    app.include_router(build_router(api))
+    app.add_exception_handler(ChatError, on_chat_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)
+    app.add_middleware(BodyLimit)
+
+    @app.get("/healthz", tags=["operations"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"], response_model=None)
+    async def readyz() -> Any:
+        try:
+            async with asyncio.timeout(2):
+                await services.pool.fetchval("SELECT 1")
+        except (TimeoutError, OSError, asyncpg.PostgresError):
+            return problem(503, "not_ready", "The database is not reachable")
+        return {"status": "ready"}
+
+    return app
+
+
+# --- command line -----------------------------------------------------------------------
+
+
+async def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    services = await start_services(settings)
+    log.info("ports: %s", ", ".join(f"{k}={v}" for k, v in services.adapters.items()))
+    try:
+        config = uvicorn.Config(
+            build_app(services), host=settings.host, port=settings.port, log_level="info", lifespan="off"
+        )
+        await uvicorn.Server(config).serve()
+    finally:
+        await services.close()
+
+
+async def _migrate(settings: Settings) -> None:
+    dsn, embedded = await database_url(settings)
+    try:
+        pool = await create_pool(dsn, size_max=2)
+        try:
+            applied = await migrate(pool)
+        finally:
+            await pool.close()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    print("applied: " + ", ".join(applied) if applied else "the database is up to date")
+
+
+async def _user_token(settings: Settings, name: str) -> None:
+    services = await start_services(settings)
+    try:
+        person, _ = await services.people.sign_in_local(name)
+        print(services.local_tokens.issue(person.id))
+    finally:
+        await services.close()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="avagenc", description="Avagenc Chat")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    serve = verbs.add_parser("serve", help="serve the API and web app")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    verbs.add_parser("migrate", help="apply database migrations")
+    users = verbs.add_parser("users", help="people").add_subparsers(dest="users_verb", required=True)
+    token = users.add_parser("token", help="print a session token for NAME (created if new)")
+    token.add_argument("name")
+    chat = verbs.add_parser("chat", help="chat in the terminal through the HTTP API")
+    chat.add_argument("--url", help="server address (default http://HOST:PORT)")
+    chat.add_argument("--name", help="sign in locally with this name (default: your login name)")
+    chat.add_argument("--time-zone", help="IANA zone to send (default: the server's idea of you)")
+    return parser
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    overrides: dict[str, Any] = {}
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "port", None):
+        overrides["port"] = args.port
+    settings = Settings(**overrides)
+    if args.verb == "serve":
+        asyncio.run(_serve(settings))
+    elif args.verb == "migrate":
+        asyncio.run(_migrate(settings))
+    elif args.verb == "users":
+        asyncio.run(_user_token(settings, args.name))
+    elif args.verb == "chat":
+        from chat.terminal import run_terminal
+
+        url = args.url or f"http://{settings.host}:{settings.port}"
+        sys.exit(asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone)))
+
+
+@contextlib.asynccontextmanager
+async def running(settings: Settings, *, model: Model | None = None) -> AsyncIterator[tuple[Services, FastAPI]]:
+    """Services and app for one process's lifetime (used by tests and benchmarks)."""
+    services = await start_services(settings, model=model)
+    try:
+        yield services, build_app(services)
+    finally:
+        await services.close()
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,1 @@
+"""Prospective memory: Ava's wake notes, the queue that fires them, and delivery."""

@@ -1,0 +1,62 @@
+"""Every setting the product reads, in one pydantic-settings class.
+
+Only `main.py` constructs `Settings`; domains receive plain values from it and never
+read the environment themselves, so a test can build the whole app from one object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Configuration from the environment (or a `.env` file in the working directory)."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    # Where the server listens. Loopback by default: a public bind is an explicit choice.
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+
+    # All local state (the embedded database's files, the generated session secret).
+    avagenc_home: Path = Path(".state")
+
+    # PostgreSQL. Unset: an embedded server is started under AVAGENC_HOME.
+    database_url: str | None = None
+    database_pool_max: int = Field(default=20, ge=2, le=200)
+
+    # Local sign-in tokens are HMAC-signed with this. Unset: generated once and kept
+    # in AVAGENC_HOME/session_secret, so tokens survive restarts.
+    session_secret: SecretStr | None = None
+    session_ttl_s: int = Field(default=30 * 24 * 3600, ge=60)
+
+    # The person's zone when a request carries no `time-zone` header and none is stored.
+    default_time_zone: str = "UTC"
+
+    # Models. With a key, every agent runs on Gemini; without, on the offline model.
+    gemini_api_key: SecretStr | None = None
+    gemini_model: str = "gemini-3.5-flash"
+    gemini_model_ava: str | None = None
+    gemini_model_zee: str | None = None
+    gemini_model_yori: str | None = None
+    gemini_model_rafal: str | None = None
+    gemini_timeout_s: float = Field(default=90.0, gt=0)
+    gemini_retries_max: int = Field(default=3, ge=0, le=10)
+
+    # The token budget of thread history sent to the model on each call.
+    history_tokens_max: int = Field(default=12_000, ge=500)
+
+    # How long a request waits for the person's thread while another turn holds it.
+    thread_wait_s: float = Field(default=120.0, gt=0)
+
+    # Server-Sent Events: open streams per person, and the keep-alive comment interval.
+    sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
+    sse_keepalive_s: float = Field(default=15.0, gt=0)
+
+    def model_for(self, agent: str) -> str:
+        """The Gemini model name for one agent, falling back to GEMINI_MODEL."""
+        override: str | None = getattr(self, f"gemini_model_{agent}", None)
+        return override or self.gemini_model

@@ -1,0 +1,1 @@
+"""The voice doors: the Pipecat pipeline, speech engines, prosody and hang-up."""
