@@ -15,7 +15,6 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -32,7 +31,6 @@ from chat import (
     EventLog,
     LocalTokens,
     People,
-    Person,
     Runs,
     Threads,
     Turns,

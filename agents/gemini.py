@@ -23,7 +23,6 @@ import functools
 import math
 import random
 import ssl
-from collections import OrderedDict
 from collections.abc import Iterable
 from itertools import count
 
@@ -44,16 +43,16 @@ from agents.model import (
 )
 
 BASE_URL = "https://generativelanguage.googleapis.com/"
-# google-genai 3.x defaults to "v1" (and reads GOOGLE_GENAI_API_VERSION); thought
-# signatures, `parametersJsonSchema` and continuation tokens are v1beta features.
+# google-genai 3.x defaults to "v1" and lets GOOGLE_GENAI_API_VERSION change it. We pin
+# v1beta, where Gemini's function-calling fields (thought signatures,
+# `parametersJsonSchema`) appear first, so the wire format cannot move under us.
 API_VERSION = "v1beta"
 
-# Gemini 3 rejects a history whose function calls lack the signature it issued. The Model
-# port has no field for it, so signatures are remembered here by call id; calls we never
-# saw a signature for get Google's documented "skip validation" sentinel instead. The SDK
+# Gemini 3 rejects a history whose function calls lack the signature it issued. Calls
+# carry it back in `FunctionCall.signature`; a model turn with no signature at all (e.g.
+# written by another model) gets Google's documented "skip validation" sentinel. The SDK
 # sends `bytes` as base64, so the sentinel is stored decoded.
 _SIGNATURE_SKIP = base64.urlsafe_b64decode("skip_thought_signature_validator")
-_SIGNATURES_MAX = 4096
 
 # A continuation hop is one more billed request; a reply needing more is cut off here.
 _HOPS_MAX = 4
@@ -92,16 +91,13 @@ class GeminiModel:
         self._retries_max = retries_max
         self._backoff_s = backoff_s
         self._call_numbers = count(1)
-        self._signatures: OrderedDict[str, bytes] = OrderedDict()
         # Our own httpx client pins the transport: with aiohttp installed the SDK would
         # pick it instead, with a different set of exceptions to classify.
         self._http = httpx.AsyncClient(timeout=timeout_s, verify=_tls_context())
         self._client = genai.Client(
             vertexai=False,
             api_key=api_key,
-            debug_config=DebugConfig(
-                client_mode=None, replays_directory=None, replay_id=None
-            ),
+            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
             http_options=types.HttpOptions(
                 base_url=base_url or BASE_URL,
                 api_version=API_VERSION,
@@ -141,15 +137,9 @@ class GeminiModel:
             if candidate.finish_reason != types.FinishReason.CONTINUATION or not token:
                 break
         if not text and not calls and candidate.finish_reason not in _ANSWERED_REASONS:
-            reason = (
-                candidate.finish_reason.name if candidate.finish_reason else "unknown"
-            )
-            raise ModelRejected(
-                f"Gemini stopped without an answer (finish reason {reason})"
-            )
-        return ModelResponse(
-            text=text, calls=tuple(calls), usage=usage, model=model or request.model
-        )
+            reason = candidate.finish_reason.name if candidate.finish_reason else "unknown"
+            raise ModelRejected(f"Gemini stopped without an answer (finish reason {reason})")
+        return ModelResponse(text=text, calls=tuple(calls), usage=usage, model=model or request.model)
 
     async def aclose(self) -> None:
         """Closes the connection pool; call once when the program stops."""
@@ -163,32 +153,28 @@ class GeminiModel:
         config: types.GenerateContentConfig,
     ) -> types.GenerateContentResponse:
         # Nothing is double-billed: an attempt that failed with 429/5xx produced no
-        # answer and no usage, and we only count usage from the answer we return. A timed
-        # out attempt may still be billed by Google, but X-Server-Timeout asks it to stop,
-        # and we never count that usage, so the person is charged for one answer only.
+        # answer and no usage, and we count usage only from the answer we return. An
+        # attempt we abandoned on timeout may still cost us at Google (X-Server-Timeout
+        # asks it to stop), but its usage never reaches the ledger, so the person pays
+        # for one answer only.
         failure: Exception | None = None
         for attempt in range(self._retries_max + 1):
             if attempt:
                 await asyncio.sleep(self._backoff_delay_s(attempt - 1))
             try:
                 async with asyncio.timeout(self._timeout_s):
-                    return await self._client.aio.models.generate_content(
-                        model=model, contents=contents, config=config
-                    )
+                    return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
             except errors.APIError as exc:
                 if not _retryable(exc.code):
-                    raise ModelRejected(
-                        f"Gemini refused the request: {self._reason(exc)}"
-                    ) from exc
+                    raise ModelRejected(f"Gemini refused the request: {self._reason(exc)}") from exc
                 failure = exc
-            except (TimeoutError, httpx.TransportError) as exc:
+            except (TimeoutError, httpx.RequestError) as exc:
+                # No answer reached us (timeout, refused, reset, garbled transfer).
                 failure = exc
             except ValueError as exc:
                 # The SDK could not encode our request or decode the answer (pydantic
                 # and JSON errors are ValueErrors); sending it again would not help.
-                raise ModelRejected(
-                    f"Gemini call failed: {type(exc).__name__}"
-                ) from exc
+                raise ModelRejected(f"Gemini call failed: {type(exc).__name__}") from exc
         assert failure is not None
         raise ModelUnavailable(
             f"Gemini did not answer after {self._retries_max + 1} attempts: {self._reason(failure)}"
@@ -231,15 +217,13 @@ class GeminiModel:
         return translated
 
     def _call_parts(self, calls: tuple[FunctionCall, ...]) -> list[types.Part]:
-        signatures = [self._signatures.get(call.id) for call in calls]
+        signatures = [call.signature for call in calls]
         if calls and not any(signatures):
             # Gemini signs the first call of each model turn (parallel calls share it).
             signatures[0] = _SIGNATURE_SKIP
         return [
             types.Part(
-                function_call=types.FunctionCall(
-                    id=call.id, name=call.name, args=call.args
-                ),
+                function_call=types.FunctionCall(id=call.id, name=call.name, args=call.args),
                 thought_signature=signature,
             )
             for call, signature in zip(calls, signatures, strict=True)
@@ -262,12 +246,7 @@ class GeminiModel:
             raise ModelRejected("Gemini answered with a function call without a name")
         # The Gemini API often omits call ids; the tool loop needs one to pair results.
         call_id = call.id or f"call_{next(self._call_numbers)}"
-        if signature:
-            self._signatures[call_id] = signature
-            self._signatures.move_to_end(call_id)
-            while len(self._signatures) > _SIGNATURES_MAX:
-                self._signatures.popitem(last=False)
-        return FunctionCall(id=call_id, name=call.name, args=dict(call.args or {}))
+        return FunctionCall(id=call_id, name=call.name, args=dict(call.args or {}), signature=signature or None)
 
 
 @functools.cache
@@ -276,14 +255,10 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _config(
-    request: ModelRequest, *, continuation_token: bytes | None
-) -> types.GenerateContentConfig:
+def _config(request: ModelRequest, *, continuation_token: bytes | None) -> types.GenerateContentConfig:
     return types.GenerateContentConfig(
         system_instruction=request.system or None,
-        tools=[types.Tool(function_declarations=_declarations(request.tools))]
-        if request.tools
-        else None,
+        tools=[types.Tool(function_declarations=_declarations(request.tools))] if request.tools else None,
         # We run the tool loop ourselves; the SDK must not call anything.
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         # The SDK would follow continuation tokens inside one call, so a timeout or

@@ -18,6 +18,9 @@ class FunctionCall:
     id: str
     name: str
     args: dict[str, Any]
+    # An opaque token some providers attach to a call and require back with it (Gemini 3's
+    # thought signature). The tool loop hands the call back unchanged, so it round-trips.
+    signature: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,6 +103,10 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem(413, "body_too_large", "The request body is too large",
-                           f"A request body holds at most {self.bytes_max} bytes.")
+        response = problem(
+            413,
+            "body_too_large",
+            "The request body is too large",
+            f"A request body holds at most {self.bytes_max} bytes.",
+        )
         await response(scope, receive, send)

@@ -16,9 +16,15 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+# A plain connection or one borrowed from a pool (generic only in the stubs).
+Conn: TypeAlias = "asyncpg.Connection | PoolConnectionProxy[Any]"
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +45,7 @@ class Event:
     created_at: datetime
 
 
-async def publish(conn: asyncpg.Connection | asyncpg.Pool, person_id: str, type_: str, data: dict[str, Any]) -> None:
+async def publish(conn: Conn | asyncpg.Pool, person_id: str, type_: str, data: dict[str, Any]) -> None:
     """Record an event; call inside the transaction that made the change it reports."""
     await conn.execute(_INSERT_SQL, person_id, type_, data)
 
@@ -86,8 +92,8 @@ class EventHub:
                 await self._task
             self._task = None
 
-    def _on_notify(self, _conn: object, _pid: int, _channel: str, person_id: str) -> None:
-        for waiter in self._waiters.get(person_id, ()):
+    def _on_notify(self, _conn: Conn, _pid: int, _channel: str, payload: object) -> None:
+        for waiter in self._waiters.get(str(payload), ()):
             waiter.set()
 
     def _wake_all(self) -> None:
@@ -101,11 +107,12 @@ class EventHub:
             conn: asyncpg.Connection | None = None
             try:
                 conn = await asyncpg.connect(self._dsn)
+                lost = asyncio.Event()
+                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await conn.add_listener(CHANNEL, self._on_notify)
                 self._ready.set()
                 self._wake_all()
-                while not conn.is_closed():
-                    await asyncio.sleep(self._reconnect_s)
+                await lost.wait()
             except (OSError, asyncpg.PostgresError) as exc:
                 log.warning("event listener lost its connection: %s", type(exc).__name__)
             finally:

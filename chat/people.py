@@ -38,7 +38,12 @@ class Person:
     created_at: datetime
 
     def as_json(self) -> dict[str, str]:
-        return {"id": self.id, "name": self.name, "time_zone": self.time_zone, "created_at": self.created_at.isoformat()}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "time_zone": self.time_zone,
+            "created_at": self.created_at.isoformat(),
+        }
 
 
 def normalise_name(name: str) -> str:

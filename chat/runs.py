@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from chat.events import publish
+from chat.events import Conn, publish
 
 _COLUMNS = """id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel, status,
 error_code, error_detail, model, model_calls, tool_calls, usage, cost_micros, started_at, finished_at"""
@@ -168,7 +168,7 @@ class Runs:
     async def people_with_running(self) -> list[str]:
         return [r["person_id"] for r in await self._pool.fetch(_RUNNING_PEOPLE_SQL)]
 
-    async def abandon(self, conn: asyncpg.Connection, person_id: str) -> list[Run]:
+    async def abandon(self, conn: Conn, person_id: str) -> list[Run]:
         """Fail a person's runs left `running`; call only while holding their thread."""
         rows = await conn.fetch(_ABANDON_SQL, person_id)
         for row in rows:

@@ -17,7 +17,9 @@ class _Strict(BaseModel):
 
 
 class LocalSignIn(_Strict):
-    name: str = Field(min_length=1, max_length=100, description="Display name; the same name signs in again.")
+    name: str = Field(
+        min_length=1, max_length=100, pattern=r"\S", description="Display name; the same name signs in again."
+    )
 
 
 class PostMessage(_Strict):

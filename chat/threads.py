@@ -20,7 +20,7 @@ from typing import Any
 import asyncpg
 
 from chat.errors import ThreadBusy
-from chat.events import publish
+from chat.events import Conn, publish
 
 _COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
 _NEXT_SEQ_SQL = "UPDATE threads SET last_seq = last_seq + 1 WHERE person_id = $1 RETURNING last_seq"
@@ -157,9 +157,9 @@ class Threads:
                 # which releases every advisory lock it held.)
                 await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
 
-    async def is_idle(self, conn: asyncpg.Connection, person_id: str) -> bool:
+    async def is_idle(self, conn: Conn, person_id: str) -> bool:
         """True (and then held by `conn` until unlocked) when no turn holds the thread."""
         return bool(await conn.fetchval(_TRY_LOCK_SQL, person_id))
 
-    async def release(self, conn: asyncpg.Connection, person_id: str) -> None:
+    async def release(self, conn: Conn, person_id: str) -> None:
         await conn.execute(_UNLOCK_SQL, person_id)

@@ -107,7 +107,7 @@ class Turns:
         home: SmartHome,
         history_tokens_max: int,
         thread_wait_s: float,
-        limits: RunLimits = RunLimits(),
+        limits: RunLimits | None = None,
     ) -> None:
         self._threads = threads
         self._runs = runs
@@ -116,7 +116,7 @@ class Turns:
         self._home = home
         self._history_tokens_max = history_tokens_max
         self._thread_wait_s = thread_wait_s
-        self._limits = limits
+        self._limits = limits or RunLimits()
 
     async def post(
         self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
@@ -215,7 +215,9 @@ class Turns:
             log.exception("run %s (%s) failed", run.id, agent.name)
             error = ("internal_error", "Something went wrong on our side.")
         if error is None and reply:
-            await self._threads.append(turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id)
+            await self._threads.append(
+                turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id
+            )
         finished = await self._runs.finish(
             run.id,
             status="failed" if error else "succeeded",
@@ -224,7 +226,13 @@ class Turns:
         )
         log.info(
             "run finished",
-            extra={"person": turn.person.id, "run": run.id, "agent": agent.name, "trigger": trigger,
-                   "status": finished.status, "usage": finished.usage},
+            extra={
+                "person": turn.person.id,
+                "run": run.id,
+                "agent": agent.name,
+                "trigger": trigger,
+                "status": finished.status,
+                "usage": finished.usage,
+            },
         )
         return finished, reply

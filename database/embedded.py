@@ -26,8 +26,8 @@ class EmbeddedPostgres:
 
         self._data_dir.mkdir(parents=True, exist_ok=True)
         # Run as root, pgserver drops to an OS user of its own; it must reach the folder.
-        os.chmod(self._data_dir.parent, 0o755)
-        self._server = pgserver.get_server(str(self._data_dir), cleanup_mode="stop")
+        os.chmod(self._data_dir.parent, 0o755)  # noqa: S103 - pgserver's own OS user must traverse it
+        self._server = pgserver.get_server(str(self._data_dir), cleanup_mode="stop")  # type: ignore[attr-defined]
         uri: str = self._server.get_uri()
         return uri
 

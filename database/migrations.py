@@ -11,8 +11,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
 
 # Lower domains first: ledger and reminders depend on nothing; agents on them; chat on all.
 MIGRATION_SOURCES: tuple[str, ...] = ("ledger", "reminders", "agents", "chat")
@@ -51,12 +55,12 @@ def discover(domains: tuple[str, ...] = MIGRATION_SOURCES) -> list[Migration]:
         folder = resources.files(domain).joinpath("sql")
         if not folder.is_dir():
             continue
-        files = sorted(f for f in folder.iterdir() if f.name.endswith(".sql"))
+        files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
         found.extend(Migration(domain, f.name, f.read_text(encoding="utf-8")) for f in files)
     return found
 
 
-async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
+async def apply_migrations(conn: asyncpg.Connection | PoolConnectionProxy[Any]) -> list[str]:
     """Apply what has not run yet; return the names applied."""
     applied: list[str] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)

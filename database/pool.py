@@ -18,8 +18,6 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(url: str, *, size_max: int) -> asyncpg.Pool:
-    pool = await asyncpg.create_pool(
-        url, min_size=1, max_size=size_max, init=_init_connection, command_timeout=60
-    )
+    pool = await asyncpg.create_pool(url, min_size=1, max_size=size_max, init=_init_connection, command_timeout=60)
     assert pool is not None
     return pool

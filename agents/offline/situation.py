@@ -62,7 +62,7 @@ class Situation:
     def last_result(self, name: str) -> dict[str, Any] | None:
         for tool, result in reversed(self.results):
             if tool == name:
-                return result
+                return dict(result)
         return None
 
 

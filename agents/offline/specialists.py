@@ -92,9 +92,12 @@ def _zee(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     targets = _targets(s.request, devices)
     if not targets:
         if has_any(s.request, ("device", "devices", "perangkat", "status", "home", "rumah")):
-            return _pick(lang, "Here's your home: ", "Rumahmu sekarang: ") + _join(_state(lang, d) for d in devices) + ".", []
+            return _pick(lang, "Here's your home: ", "Rumahmu sekarang: ") + _join(
+                _state(lang, d) for d in devices
+            ) + ".", []
         return _pick(
-            lang, "Which device do you mean? I can see " + _join(d["name"] for d in devices) + ".",
+            lang,
+            "Which device do you mean? I can see " + _join(d["name"] for d in devices) + ".",
             "Perangkat yang mana? Aku lihat ada " + _join(d["name"] for d in devices) + ".",
         ), []
     commands = [(d, _command(s.request, d["category"])) for d in targets]
@@ -105,8 +108,11 @@ def _zee(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         if all(d["category"] == "cl" for d, _ in commands):
             return _pick(lang, f"Done, the {names} moved.", f"Udah, {names} udah gerak."), []
         word = done_en.get(commands[0][0]["category"], "on") if on else "off"
-        return _pick(lang, f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}.",
-                     f"Udah, {names} sekarang {'nyala' if on else 'mati'} ya."), []
+        return _pick(
+            lang,
+            f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}.",
+            f"Udah, {names} sekarang {'nyala' if on else 'mati'} ya.",
+        ), []
     to_send = [(d, c) for d, c in commands if c]
     if not to_send:
         return _pick(lang, "Right now ", "Sekarang ") + _join(_state(lang, d) for d in targets) + ".", []
@@ -131,6 +137,9 @@ def specialist_turn(s: Situation) -> tuple[str, list[FunctionCall]]:
         return _pick(lang, "You're welcome!", "Sama-sama!"), []
     domain = {"zee": "home", "yori": "music", "rafal": "workspace"}[s.agent]
     if intent not in (domain, "other"):
-        return _pick(lang, "That's not my area; ask Ava, she'll know who can help.",
-                     "Itu bukan bidangku, coba tanya Ava ya, dia tahu siapa yang bisa bantu."), []
+        return _pick(
+            lang,
+            "That's not my area; ask Ava, she'll know who can help.",
+            "Itu bukan bidangku, coba tanya Ava ya, dia tahu siapa yang bisa bantu.",
+        ), []
     return _pick(lang, "I can't do that offline yet, sorry.", "Maaf, yang itu belum bisa aku lakukan offline."), []

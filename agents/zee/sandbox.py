@@ -91,9 +91,7 @@ class SandboxHome:
     async def list_devices(self, *, person_id: str) -> list[Device]:
         await self._seed(person_id)
         rows = await self._pool.fetch(_LIST_SQL, person_id)
-        return [
-            Device(r["device_id"], r["name"], r["category"], True, dict(r["status"]), {}) for r in rows
-        ]
+        return [Device(r["device_id"], r["name"], r["category"], True, dict(r["status"]), {}) for r in rows]
 
     async def device_status(self, *, person_id: str, device_id: str) -> dict[str, Any]:
         await self._seed(person_id)

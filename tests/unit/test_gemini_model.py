@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -55,12 +54,18 @@ LIGHTS = ToolSpec(
 )
 
 
-def ask(text: str = "turn on the bedroom light", **kwargs: Any) -> ModelRequest:
+def ask(
+    text: str = "turn on the bedroom light",
+    *,
+    system: str = "You are Zee.",
+    contents: tuple[Content, ...] | None = None,
+    tools: tuple[ToolSpec, ...] = (),
+) -> ModelRequest:
     return ModelRequest(
         model=MODEL,
-        system=kwargs.pop("system", "You are Zee."),
-        contents=kwargs.pop("contents", (Content(role="user", text=text),)),
-        **kwargs,
+        system=system,
+        contents=contents or (Content(role="user", text=text),),
+        tools=tools,
     )
 
 
@@ -97,17 +102,13 @@ async def test_text_reply(gemini: FakeGemini, model: GeminiModel) -> None:
 
 
 @pytest.mark.asyncio
-async def test_function_call_reply_with_args(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_function_call_reply_with_args(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(
         content_reply(
             [
                 text_part("Switching it on."),
                 call_part("send_commands", {"device_id": "lamp-1", "on": True}),
-                call_part(
-                    "send_commands", {"device_id": "lamp-2", "on": True}, call_id="fc-9"
-                ),
+                call_part("send_commands", {"device_id": "lamp-2", "on": True}, call_id="fc-9"),
             ]
         )
     )
@@ -117,19 +118,13 @@ async def test_function_call_reply_with_args(
     assert response.text == "Switching it on."
     assert response.calls == (
         # Gemini gave the first call no id, so the adapter made one up.
-        FunctionCall(
-            id="call_1", name="send_commands", args={"device_id": "lamp-1", "on": True}
-        ),
-        FunctionCall(
-            id="fc-9", name="send_commands", args={"device_id": "lamp-2", "on": True}
-        ),
+        FunctionCall(id="call_1", name="send_commands", args={"device_id": "lamp-1", "on": True}),
+        FunctionCall(id="fc-9", name="send_commands", args={"device_id": "lamp-2", "on": True}),
     )
 
 
 @pytest.mark.asyncio
-async def test_thought_parts_are_not_reply_text(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_thought_parts_are_not_reply_text(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(
         content_reply(
             [
@@ -151,9 +146,7 @@ async def test_usage_mapping(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(
         text_reply(
             "ok",
-            usage_metadata=usage(
-                prompt=1200, cached=800, tool_use_prompt=40, candidates=25, thoughts=310
-            ),
+            usage_metadata=usage(prompt=1200, cached=800, tool_use_prompt=40, candidates=25, thoughts=310),
         ),
         # Counts Gemini leaves out are zero, and without modelVersion the requested
         # model name stands in.
@@ -196,9 +189,7 @@ async def test_request_translation(gemini: FakeGemini, model: GeminiModel) -> No
         Content(role="model", calls=first.calls),
         Content(
             role="user",
-            results=(
-                FunctionResult(call_id=call.id, name=call.name, response={"ok": True}),
-            ),
+            results=(FunctionResult(call_id=call.id, name=call.name, response={"ok": True}),),
         ),
     )
 
@@ -237,9 +228,7 @@ async def test_request_translation(gemini: FakeGemini, model: GeminiModel) -> No
 
 
 @pytest.mark.asyncio
-async def test_request_without_tools_or_system(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_request_without_tools_or_system(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(text_reply("hi"))
 
     await model.generate(request=ask("hello", system=""))
@@ -254,10 +243,8 @@ async def test_request_without_tools_or_system(
 
 
 @pytest.mark.asyncio
-async def test_call_without_known_signature_gets_skip_sentinel(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
-    # A call from history this process never saw (e.g. before a restart) has no signature.
+async def test_call_without_known_signature_gets_skip_sentinel(gemini: FakeGemini, model: GeminiModel) -> None:
+    # A call that carries no signature (e.g. one another model wrote) gets the sentinel.
     gemini.script(text_reply("ok"))
     history = (
         Content(role="user", text="lights on"),
@@ -279,12 +266,8 @@ async def test_call_without_known_signature_gets_skip_sentinel(
         Content(
             role="user",
             results=(
-                FunctionResult(
-                    call_id="old-1", name="send_commands", response={"ok": True}
-                ),
-                FunctionResult(
-                    call_id="old-2", name="send_commands", response={"ok": True}
-                ),
+                FunctionResult(call_id="old-1", name="send_commands", response={"ok": True}),
+                FunctionResult(call_id="old-2", name="send_commands", response={"ok": True}),
             ),
         ),
     )
@@ -297,9 +280,7 @@ async def test_call_without_known_signature_gets_skip_sentinel(
 
 
 @pytest.mark.asyncio
-async def test_continuation_is_followed_and_billed_per_hop(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_continuation_is_followed_and_billed_per_hop(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(
         content_reply(
             [text_part("Here is the long ")],
@@ -321,9 +302,7 @@ async def test_continuation_is_followed_and_billed_per_hop(
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("status", [429, 500, 503])
-async def test_transient_error_then_success(
-    gemini: FakeGemini, model: GeminiModel, status: int
-) -> None:
+async def test_transient_error_then_success(gemini: FakeGemini, model: GeminiModel, status: int) -> None:
     gemini.script(
         error_reply(status),
         text_reply("ok", usage_metadata=usage(prompt=9, candidates=1)),
@@ -339,9 +318,7 @@ async def test_transient_error_then_success(
 
 
 @pytest.mark.asyncio
-async def test_server_errors_exhaust_retries(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_server_errors_exhaust_retries(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(*[error_reply(500)] * (RETRIES_MAX + 1))
 
     with pytest.raises(ModelUnavailable, match="500"):
@@ -352,9 +329,7 @@ async def test_server_errors_exhaust_retries(
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
-async def test_client_errors_are_rejected_without_retry(
-    gemini: FakeGemini, model: GeminiModel, status: int
-) -> None:
+async def test_client_errors_are_rejected_without_retry(gemini: FakeGemini, model: GeminiModel, status: int) -> None:
     # A provider message that echoes the key must not carry it into our error.
     gemini.script(error_reply(status, f"API key not valid: {API_KEY}"))
 
@@ -395,9 +370,7 @@ async def test_hanging_server_times_out(gemini: FakeGemini) -> None:
 async def test_connection_refused_is_unavailable() -> None:
     async with FakeGemini() as gone:
         base_url = gone.base_url  # a port that was just closed
-    adapter = GeminiModel(
-        api_key=API_KEY, base_url=base_url, retries_max=1, backoff_s=0.01
-    )
+    adapter = GeminiModel(api_key=API_KEY, base_url=base_url, retries_max=1, backoff_s=0.01)
     try:
         with pytest.raises(ModelUnavailable, match="ConnectError"):
             await adapter.generate(request=ask())
@@ -406,9 +379,7 @@ async def test_connection_refused_is_unavailable() -> None:
 
 
 @pytest.mark.asyncio
-async def test_blocked_prompt_is_rejected(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_blocked_prompt_is_rejected(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(blocked_reply("PROHIBITED_CONTENT"))
 
     with pytest.raises(ModelRejected, match="PROHIBITED_CONTENT"):
@@ -418,9 +389,7 @@ async def test_blocked_prompt_is_rejected(
 
 
 @pytest.mark.asyncio
-async def test_no_candidates_is_rejected(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_no_candidates_is_rejected(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(Reply(body={"modelVersion": "gemini-fake-001"}))
 
     with pytest.raises(ModelRejected, match="candidate"):
@@ -428,9 +397,7 @@ async def test_no_candidates_is_rejected(
 
 
 @pytest.mark.asyncio
-async def test_empty_safety_stop_is_rejected(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_empty_safety_stop_is_rejected(gemini: FakeGemini, model: GeminiModel) -> None:
     gemini.script(content_reply([], finish_reason="SAFETY"))
 
     with pytest.raises(ModelRejected, match="SAFETY"):
@@ -438,9 +405,7 @@ async def test_empty_safety_stop_is_rejected(
 
 
 @pytest.mark.asyncio
-async def test_empty_stop_is_a_silent_reply(
-    gemini: FakeGemini, model: GeminiModel
-) -> None:
+async def test_empty_stop_is_a_silent_reply(gemini: FakeGemini, model: GeminiModel) -> None:
     # After a handoff the lead may rightly say nothing.
     gemini.script(content_reply([]))
 

@@ -1,0 +1,26 @@
+# The two commands: `make run` serves the product, `make test` proves it.
+# Both install what they need first (`make install`), so a fresh machine needs only these.
+.PHONY: install run test check fmt bench migrate
+
+install:
+	./scripts/install
+
+run: install
+	.venv/bin/avagenc migrate
+	.venv/bin/avagenc serve
+
+test: install
+	./scripts/test
+
+check: install
+	./scripts/check
+
+fmt: install
+	.venv/bin/ruff format .
+	.venv/bin/ruff check --fix .
+
+migrate: install
+	.venv/bin/avagenc migrate
+
+bench: install
+	.venv/bin/python -m bench.turn_overhead
