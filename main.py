@@ -286,7 +286,10 @@ def cli(argv: Sequence[str] | None = None) -> None:
         from chat.terminal import run_terminal
 
         url = args.url or f"http://{settings.host}:{settings.port}"
-        sys.exit(asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone)))
+        try:
+            sys.exit(asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone)))
+        except KeyboardInterrupt:
+            sys.exit(0)  # Ctrl-C at the prompt is a normal way to leave a chat
 
 
 @contextlib.asynccontextmanager

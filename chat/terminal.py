@@ -1,0 +1,246 @@
+"""`avagenc chat`: the group chat in a terminal, through the same HTTP API as the web app (SPEC §12, §14).
+
+It exists so the product can be used and checked without a browser, and so the text API has a
+second client that keeps it honest: this module speaks only HTTP, so what it shows is what any
+client would get. From the rest of the code it borrows just the agents' names and the server's
+own time-zone rule, so the client never sends a zone the server would refuse.
+
+Guarantees: each line the person sends is one turn even when the connection drops — a retry
+reuses the line's `client_id`, which the server makes idempotent; the person's own line is not
+echoed back; a problem response is shown as one line and the conversation goes on; the exit code
+is 0 after `/quit` or end of input and 1 when the session could not start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+
+from agents import AGENTS, HUMAN
+from chat.api import parse_zone
+from chat.errors import TimeZoneInvalid
+
+HISTORY_LIMIT = 20
+# A turn runs to its end before the response comes back (the lead, any specialist, their tool
+# calls), so reading waits far longer than connecting does.
+TIMEOUT = httpx.Timeout(10.0, read=300.0)
+PROMPT = "you> "
+LOCALTIME = Path("/etc/localtime")
+PROBLEM_TYPE = "application/problem+json"
+HELP = """Commands:
+  /help   show this
+  /quit   leave (end of input does the same)
+Anything else goes to the group: Ava answers, or @zee, @yori, @rafal to ask one of them directly."""
+
+
+async def run_terminal(
+    *,
+    url: str,
+    name: str | None,
+    time_zone: str | None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """Sign in, show the recent thread, then send each line the person types until `/quit` or EOF."""
+    source = stdin if stdin is not None else sys.stdin
+    out = stdout if stdout is not None else sys.stdout
+    zone = time_zone if time_zone is not None else local_time_zone()
+    if zone is not None and _zone_key(zone) is None:
+        _say(out, f"! Unknown time zone: {zone!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
+        return 1
+    headers = {"time-zone": zone} if zone is not None else {}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TIMEOUT, transport=transport) as client:
+        token = await _sign_in(client, name=name or _login_name(), out=out)
+        if token is None:
+            return 1
+        client.headers["Authorization"] = f"Bearer {token}"
+        await _show_history(client, out)
+        return await _converse(client, source, out)
+
+
+def local_time_zone(*, environ: Mapping[str, str] | None = None, localtime: Path = LOCALTIME) -> str | None:
+    """This machine's IANA zone when it can be told cheaply, else None (the server keeps its own idea).
+
+    TZ wins when set, as it does for every program; if it is not an IANA name (a POSIX rule such
+    as "JST-9") we send nothing rather than guess from /etc/localtime, which TZ overrides.
+    """
+    environ = os.environ if environ is None else environ
+    configured = environ.get("TZ", "").removeprefix(":")
+    if configured:
+        return _zone_key(configured)
+    try:
+        target = str(localtime.resolve()) if localtime.is_symlink() else ""
+    except OSError:
+        return None
+    return _zone_key(target) if target else None
+
+
+def _zone_key(text: str) -> str | None:
+    """The IANA key in a zone name or a zoneinfo path, checked by the server's own rule."""
+    _, found, key = text.rpartition("zoneinfo/")
+    key = key if found else text
+    # Some systems link to the posix/ or right/ copies of the database.
+    key = key.removeprefix("posix/").removeprefix("right/")
+    try:
+        return parse_zone(key).key
+    except TimeZoneInvalid:
+        return None
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container user with no passwd entry has no login name
+        return "me"
+
+
+async def _sign_in(client: httpx.AsyncClient, *, name: str, out: TextIO) -> str | None:
+    try:
+        response = await client.post("/v1/auth/local", json={"name": name})
+    except httpx.TransportError as exc:
+        _say(out, _transport_line(client, exc))
+        return None
+    if response.is_error:
+        _say(out, _problem_line(response))
+        return None
+    body = response.json()
+    _say(out, f"Signed in as {body['user']['name']}. /help for commands.")
+    return str(body["token"])
+
+
+async def _show_history(client: httpx.AsyncClient, out: TextIO) -> None:
+    try:
+        response = await client.get("/v1/messages", params={"limit": HISTORY_LIMIT})
+    except httpx.TransportError as exc:
+        _say(out, _transport_line(client, exc))
+        return
+    if response.is_error:
+        _say(out, _problem_line(response))
+        return
+    page = response.json()
+    if page["has_more"]:
+        _say(out, "(earlier messages are in the web app)")
+    for message in page["messages"]:
+        _say(out, _message_line(message))
+
+
+async def _converse(client: httpx.AsyncClient, source: TextIO, out: TextIO) -> int:
+    prompt = PROMPT if source.isatty() else ""
+    while True:
+        if prompt:
+            out.write(prompt)
+            out.flush()
+        line = await _read_line(source)
+        if not line:  # end of input
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        if text == "/quit":
+            return 0
+        if text == "/help":
+            _say(out, HELP)
+            continue
+        await _send(client, text, out)
+
+
+async def _read_line(source: TextIO) -> str:
+    """The next line, read on a daemon thread so the event loop (and Ctrl-C) is not blocked.
+
+    Not `asyncio.to_thread`: at exit, asyncio.run waits for its executor's threads, and a
+    thread stuck in readline would hold the process open until the person pressed Enter.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def deliver(line: str) -> None:
+        if not future.done():
+            future.set_result(line)
+
+    def read() -> None:
+        line = source.readline()
+        with contextlib.suppress(RuntimeError):  # the loop closed while we waited
+            loop.call_soon_threadsafe(deliver, line)
+
+    threading.Thread(target=read, name="avagenc-stdin", daemon=True).start()
+    return await future
+
+
+async def _send(client: httpx.AsyncClient, text: str, out: TextIO) -> None:
+    """Post one line as one turn and show what the group wrote back."""
+    try:
+        response = await _post_turn(client, {"text": text, "client_id": str(uuid.uuid4())})
+    except httpx.TransportError as exc:
+        _say(out, _transport_line(client, exc))
+        return
+    if response.is_error:
+        _say(out, _problem_line(response))
+        return
+    for line in _turn_lines(response.json()):
+        _say(out, line)
+
+
+async def _post_turn(client: httpx.AsyncClient, body: Mapping[str, str]) -> httpx.Response:
+    try:
+        return await client.post("/v1/messages", json=body)
+    except httpx.TransportError:
+        # Once more with the same body: the same client_id returns the first attempt's turn if
+        # it got through, so the retry can never make the group answer twice.
+        return await client.post("/v1/messages", json=body)
+
+
+def _turn_lines(turn: Mapping[str, Any]) -> list[str]:
+    """What a turn wrote, minus the person's own line; silence is a valid answer and prints nothing."""
+    lines = [_message_line(m) for m in turn["messages"] if m["author"] != HUMAN]
+    for run in turn["runs"]:
+        if run["status"] == "failed":
+            error = run.get("error") or {}
+            detail = error.get("detail") or error.get("type") or "unknown error"
+            lines.append(f"({_display_name(run['agent'])} could not finish: {detail})")
+    return lines
+
+
+def _message_line(message: Mapping[str, Any]) -> str:
+    author = message["author"]
+    who = "you" if author == HUMAN else _display_name(author)
+    return f"{who}> {message['text']}"
+
+
+def _display_name(author: str) -> str:
+    agent = AGENTS.get(author)
+    return agent.display_name if agent is not None else author.capitalize()
+
+
+def _problem_line(response: httpx.Response) -> str:
+    """One line for an error response: the problem's title and detail, or the bare status."""
+    if response.headers.get("content-type", "").startswith(PROBLEM_TYPE):
+        with contextlib.suppress(ValueError):
+            problem = response.json()
+            title = problem.get("title") or f"HTTP {response.status_code}"
+            detail = problem.get("detail")
+            return f"! {title}: {detail}" if detail else f"! {title}"
+    return f"! HTTP {response.status_code} {response.reason_phrase}".rstrip()
+
+
+def _transport_line(client: httpx.AsyncClient, exc: httpx.TransportError) -> str:
+    server = str(client.base_url).rstrip("/")
+    if isinstance(exc, httpx.ConnectError):
+        return f"! cannot reach the server at {server} — is `make run` running?"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"! the server at {server} did not answer in time; try again."
+    return f"! lost the server at {server}: {exc or type(exc).__name__}"
+
+
+def _say(out: TextIO, text: str) -> None:
+    print(text, file=out, flush=True)
