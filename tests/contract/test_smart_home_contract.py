@@ -3,8 +3,6 @@ sandbox; the Tuya adapter joins the parameter list when it arrives."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import pytest
 
@@ -13,9 +11,9 @@ from agents.zee.home import CommandInvalid, DeviceNotFound
 
 
 @pytest.fixture(params=["sandbox"])
-async def home(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIterator[SmartHome]:
+async def home(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> SmartHome:
     assert request.param == "sandbox"
-    yield SandboxHome(pool)
+    return SandboxHome(pool)
 
 
 async def test_a_home_lists_devices_with_status(home: SmartHome) -> None:

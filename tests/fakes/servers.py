@@ -51,7 +51,7 @@ def serve_subprocess(env: dict[str, str]) -> Iterator[str]:
     """Run `avagenc serve` as its own OS process; yields the base URL once it is healthy."""
     port = free_port()
     # A file, not a pipe: a chatty server can never block on a full pipe.
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the process
     process = subprocess.Popen(
         [sys.executable, "-m", "main", "serve", "--port", str(port)],
         env={**os.environ, **env},

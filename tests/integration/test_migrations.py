@@ -29,11 +29,8 @@ async def test_an_edited_migration_is_refused(pool: asyncpg.Pool) -> None:
 async def test_the_schema_refuses_impossible_rows(pool: asyncpg.Pool) -> None:
     await pool.execute("INSERT INTO people (id, name, time_zone) VALUES ('usr_a', 'A', 'UTC')")
     await pool.execute("INSERT INTO threads (person_id) VALUES ('usr_a')")
+    insert = "INSERT INTO messages (id, person_id, seq, author, text, channel) VALUES ('m', 'usr_a', 1, $1, $2, 'text')"
     with pytest.raises(asyncpg.CheckViolationError):
-        await pool.execute(
-            "INSERT INTO messages (id, person_id, seq, author, text, channel) VALUES ('m', 'usr_a', 1, 'zee', 'x', 'text')"
-        )
+        await pool.execute(insert, "zee", "an agent message without a run")
     with pytest.raises(asyncpg.CheckViolationError):
-        await pool.execute(
-            "INSERT INTO messages (id, person_id, seq, author, text, channel) VALUES ('m', 'usr_a', 1, 'human', '', 'text')"
-        )
+        await pool.execute(insert, "human", "")

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import AGENTS, Content, FunctionResult, ModelRequest, OfflineModel, Session, compose
+from agents import AGENTS, Channel, Content, FunctionResult, ModelRequest, OfflineModel, Session, Trigger, compose
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 
@@ -16,14 +16,14 @@ def request(
     agent: str,
     lines: list[str],
     *,
-    channel: str = "text",
-    trigger: str = "human",
+    channel: Channel = "text",
+    trigger: Trigger = "human",
     results: list[FunctionResult] | None = None,
 ) -> ModelRequest:
     system = compose(
         agent=AGENTS[agent],
         channel=channel,
-        trigger=trigger,  # type: ignore[arg-type]
+        trigger=trigger,
         session=Session(now=NOW, time_zone=ZoneInfo("UTC")),
     )
     contents = [Content(role="model" if f"{agent.title()}]" in line else "user", text=line) for line in lines]
