@@ -5,6 +5,7 @@ Other domains import only what is listed here. The Gemini adapter is imported by
 composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
+from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
@@ -33,6 +34,7 @@ from agents.zee.tools import zee_tools
 
 __all__ = [
     "AGENTS",
+    "EMOTIONS",
     "AVA",
     "HUMAN",
     "POSTERA",
@@ -58,9 +60,11 @@ __all__ = [
     "RunObserver",
     "RunOutcome",
     "SandboxHome",
+    "Segment",
     "ScriptedModel",
     "Session",
     "SmartHome",
+    "SpokenReply",
     "ThreadMessage",
     "Tool",
     "ToolError",
@@ -69,6 +73,7 @@ __all__ = [
     "Usage",
     "compose",
     "handoff_tools",
+    "parse_spoken",
     "run_agent",
     "to_contents",
     "window",
