@@ -34,8 +34,8 @@ from agents.zee.tools import zee_tools
 
 __all__ = [
     "AGENTS",
-    "EMOTIONS",
     "AVA",
+    "EMOTIONS",
     "HUMAN",
     "POSTERA",
     "SPECIALISTS",
@@ -60,8 +60,8 @@ __all__ = [
     "RunObserver",
     "RunOutcome",
     "SandboxHome",
-    "Segment",
     "ScriptedModel",
+    "Segment",
     "Session",
     "SmartHome",
     "SpokenReply",
