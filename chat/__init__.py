@@ -5,7 +5,7 @@ Other domains and main.py import only what is listed here.
 
 from chat.api import ChatApi, build_router, parse_zone
 from chat.edge import BodyLimit, on_chat_error, on_http_error, on_unexpected, on_validation_error, problem
-from chat.errors import ChatError
+from chat.errors import ChatError, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
@@ -29,6 +29,7 @@ __all__ = [
     "Threads",
     "TokenVerifier",
     "TurnResult",
+    "Unauthorized",
     "Turns",
     "build_router",
     "mentions",

@@ -28,6 +28,7 @@ from agents import (
     RunLimits,
     Session,
     SmartHome,
+    SpokenReply,
     ThreadMessage,
     Tool,
     ToolError,
@@ -35,6 +36,7 @@ from agents import (
     Usage,
     compose,
     handoff_tools,
+    parse_spoken,
     run_agent,
     to_contents,
     window,
@@ -58,6 +60,8 @@ _HISTORY_ROWS_MAX = 200
 class TurnResult:
     messages: list[Message]
     runs: list[Run]
+    # On a call: what the agent the person spoke to says back, as sentences with emotions.
+    spoken: SpokenReply | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"messages": [m.as_json() for m in self.messages], "runs": [r.as_json() for r in self.runs]}
@@ -133,8 +137,13 @@ class Turns:
                 person.id, author="human", text=text, channel=channel, client_id=client_id
             )
             turn = _Turn(person=person, channel=channel, zone=zone, origin=message)
-            await self._run(turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message)
-        return await self._result(person, message)
+            _, reply = await self._run(
+                turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
+            )
+        result = await self._result(person, message)
+        if channel == "text":
+            return result
+        return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
 
     async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
         message = await self._threads.by_client_id(person.id, client_id)
@@ -173,6 +182,25 @@ class Turns:
             return reply
 
         return handoff_tools(delegate)
+
+    async def _write_reply(self, turn: _Turn, agent: AgentSpec, run: Run, reply: str) -> None:
+        """The reply as the thread keeps it: on a call, Ava's emotion tags become metadata
+        and never stay in the text; an all-tags reply is no message at all."""
+        if turn.channel == "text" or agent.role != "lead":
+            await self._threads.append(
+                turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id
+            )
+            return
+        spoken = parse_spoken(reply)
+        if spoken.text:
+            await self._threads.append(
+                turn.person.id,
+                author=agent.name,
+                text=spoken.text,
+                channel=turn.channel,
+                run_id=run.id,
+                emotions=spoken.emotions,
+            )
 
     async def _run(
         self, turn: _Turn, *, agent: AgentSpec, trigger: Trigger, parent: str | None, trigger_message: Message
@@ -215,9 +243,7 @@ class Turns:
             log.exception("run %s (%s) failed", run.id, agent.name)
             error = ("internal_error", "Something went wrong on our side.")
         if error is None and reply:
-            await self._threads.append(
-                turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id
-            )
+            await self._write_reply(turn, agent, run, reply)
         finished = await self._runs.finish(
             run.id,
             status="failed" if error else "succeeded",
