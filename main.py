@@ -13,6 +13,7 @@ import contextlib
 import logging
 import secrets
 import sys
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,7 @@ from chat import (
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from settings import Settings
+from voice import CallLimits, Engines, TurnTiming, VoiceDoors, build_voice_router
 
 log = logging.getLogger("avagenc")
 
@@ -57,6 +59,31 @@ def session_secret(settings: Settings) -> bytes:
         path.write_text(secrets.token_hex(32))
         path.chmod(0o600)
     return path.read_text().strip().encode()
+
+
+def choose_engines(settings: Settings) -> tuple[Engines, str]:
+    """Speech engines for calls: Google Cloud with credentials, offline otherwise."""
+    from voice.prosody import emotion_to_ssml, strip_stray_tags
+
+    transforms = [("*", emotion_to_ssml), ("*", strip_stray_tags)]
+    if settings.google_speech_credentials is not None:
+        from voice.engines.google import SsmlGoogleHttpTTSService, google_stt
+
+        path = str(settings.google_speech_credentials)
+        return Engines(
+            stt=lambda: google_stt(path, settings.google_stt_languages),
+            tts=lambda: SsmlGoogleHttpTTSService(
+                credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
+            ),
+        ), "Google Cloud STT + TTS"
+    from voice.engines.espeak import EspeakTTSService
+    from voice.engines.whisper import WhisperSTTService, preload_whisper
+
+    if settings.voice_preload:
+        threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True).start()
+    return Engines(stt=WhisperSTTService, tts=lambda: EspeakTTSService(text_transforms=transforms)), (
+        "Whisper tiny.en + espeak-ng"
+    )
 
 
 def choose_model(settings: Settings) -> Model:
@@ -84,6 +111,7 @@ class Services:
     runs: Runs
     turns: Turns
     local_tokens: LocalTokens
+    voice: VoiceDoors
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
 
@@ -148,22 +176,39 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         if embedded is not None:
             embedded.stop()
         raise
+    engines, speech = choose_engines(settings)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
         "smart_home": type(home).__name__,
         "identity": "LocalTokens",
+        "speech": speech,
     }
+    people = People(pool, default_time_zone=settings.default_time_zone)
+    local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+    voice = VoiceDoors(
+        people=people,
+        verifier=local_tokens,
+        turns=turns,
+        engines=engines,
+        limits=CallLimits(
+            duration_max_s=settings.call_duration_max_s,
+            idle_s=settings.call_idle_s,
+            per_process_max=settings.calls_per_process_max,
+        ),
+        timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
+    )
     return Services(
         settings=settings,
         dsn=dsn,
         pool=pool,
         hub=hub,
-        people=People(pool, default_time_zone=settings.default_time_zone),
+        people=people,
         threads=threads,
         runs=runs,
         turns=turns,
-        local_tokens=LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s),
+        local_tokens=local_tokens,
+        voice=voice,
         embedded=embedded,
         adapters=adapters,
     )
@@ -188,6 +233,7 @@ def build_app(services: Services) -> FastAPI:
         sse_keepalive_s=settings.sse_keepalive_s,
     )
     app.include_router(build_router(api))
+    app.include_router(build_voice_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)

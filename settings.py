@@ -56,6 +56,20 @@ class Settings(BaseSettings):
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
 
+    # Voice calls (every door): limits, and how quickly the end of a turn is decided.
+    call_duration_max_s: float = Field(default=15 * 60, gt=0)
+    call_idle_s: float = Field(default=120.0, gt=0)
+    calls_per_process_max: int = Field(default=16, ge=1, le=1000)
+    voice_vad_stop_s: float = Field(default=0.2, gt=0, le=2)
+    voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
+    # Load the speech-to-text model at startup (in the background) instead of on the first call.
+    voice_preload: bool = True
+
+    # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
+    google_speech_credentials: Path | None = None
+    google_tts_voice: str = "en-US-Neural2-F"
+    google_stt_languages: list[str] = Field(default_factory=lambda: ["en-US", "id-ID"])
+
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""
         override: str | None = getattr(self, f"gemini_model_{agent}", None)

@@ -43,7 +43,7 @@ from agents.model import (
 )
 
 BASE_URL = "https://generativelanguage.googleapis.com/"
-# google-genai 3.x defaults to "v1" and lets GOOGLE_GENAI_API_VERSION change it. We pin
+# google-genai may default to "v1" and lets GOOGLE_GENAI_API_VERSION change it. We pin
 # v1beta, where Gemini's function-calling fields (thought signatures,
 # `parametersJsonSchema`) appear first, so the wire format cannot move under us.
 API_VERSION = "v1beta"

@@ -1,1 +1,12 @@
-"""The voice doors: the Pipecat pipeline, speech engines, prosody and hang-up."""
+"""The voice doors: one Pipecat pipeline for partner speakers, the browser call page and
+phones; Ava's voice processor; speech engines; emotion prosody and hang-up.
+
+main.py imports the names listed here; engines are imported by main.py from
+`voice.engines.*` only when chosen, so cloud SDKs load only when configured.
+"""
+
+from voice.calls import CallLimits, CallRegistry
+from voice.doors import VoiceDoors, build_voice_router
+from voice.pipeline import Engines, TurnTiming
+
+__all__ = ["CallLimits", "CallRegistry", "Engines", "TurnTiming", "VoiceDoors", "build_voice_router"]

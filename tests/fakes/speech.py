@@ -1,0 +1,70 @@
+"""Speech for voice tests: espeak-ng saying a sentence as PCM16 at any rate, a client
+that streams it over the speaker protocol in real time, and a loudness check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pipecat.audio.utils import create_stream_resampler
+from websockets.asyncio.client import ClientConnection
+
+from voice.engines.espeak import synthesize
+
+FRAME_S = 0.02
+
+
+async def speech_pcm16(text: str, rate: int = 16_000) -> bytes:
+    pcm, source_rate = await synthesize(text)
+    resampler = create_stream_resampler()
+    return await resampler.resample(pcm, source_rate, rate) + await resampler.flush()
+
+
+def silence(seconds: float, rate: int = 16_000) -> bytes:
+    return b"\x00\x00" * int(seconds * rate)
+
+
+def rms(pcm: bytes) -> float:
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float64)
+    return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0
+
+
+async def stream(ws: ClientConnection, pcm: bytes, rate: int = 16_000, *, pace: float = 1.0) -> None:
+    """Send audio in 20 ms frames at (a multiple of) real time, as a microphone would."""
+    step = int(rate * FRAME_S) * 2
+    for start in range(0, len(pcm), step):
+        await ws.send(pcm[start : start + step])
+        await asyncio.sleep(FRAME_S / pace)
+
+
+@dataclass
+class Heard:
+    """Everything the server sent, in order: events (dicts) and audio (bytes)."""
+
+    items: list[dict[str, Any] | bytes] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [i for i in self.items if isinstance(i, dict)]
+
+    @property
+    def audio(self) -> bytes:
+        return b"".join(i for i in self.items if isinstance(i, bytes))
+
+    def of(self, kind: str, role: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == kind and (role is None or e.get("role") == role)]
+
+
+async def listen(ws: ClientConnection, heard: Heard) -> None:
+    """Record what the server sends until it closes the socket."""
+    async for message in ws:
+        heard.items.append(message if isinstance(message, bytes) else json.loads(message))
+
+
+async def wait_for(heard: Heard, predicate: Any, *, timeout_s: float = 30.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not predicate(heard):
+            await asyncio.sleep(0.05)

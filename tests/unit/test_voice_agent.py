@@ -1,0 +1,99 @@
+"""Ava's voice processor with Pipecat's own `run_test`: what reaches the TTS, how the
+goodbye ends the call, and what a barge-in does to a reply in flight."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    EndWorkerFrame,
+    InterruptionFrame,
+    LLMContextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    OutputTransportMessageFrame,
+    TextFrame,
+)
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.tests.utils import SleepFrame, run_test
+
+from agents import SpokenReply, parse_spoken
+from voice.agent import AvaVoiceAgent
+
+
+def said(text: str) -> LLMContextFrame:
+    return LLMContextFrame(context=LLMContext([{"role": "user", "content": text}]))
+
+
+def fixed(reply: str, heard: list[str] | None = None, delay_s: float = 0.0):  # type: ignore[no-untyped-def]
+    async def turn(text: str) -> SpokenReply:
+        if heard is not None:
+            heard.append(text)
+        await asyncio.sleep(delay_s)
+        return parse_spoken(reply)
+
+    return turn
+
+
+async def test_the_reply_is_spoken_sentence_by_sentence_with_emotions_and_no_tags() -> None:
+    heard: list[str] = []
+    agent = AvaVoiceAgent(fixed("Done, the light is on. #relieved# Sleep well! #affectionate#", heard))
+    down, _ = await run_test(agent, frames_to_send=[said("turn on the bedroom light"), SleepFrame(0.2)])
+    assert heard == ["turn on the bedroom light"]
+    spoken = [f for f in down if isinstance(f, AggregatedTextFrame)]
+    assert [(f.text, f.text_type) for f in spoken] == [
+        ("Done, the light is on.", "emotion:relieved"),
+        ("Sleep well!", "emotion:affectionate"),
+    ]
+    assert not any("#" in f.text for f in down if isinstance(f, TextFrame))
+    captions = [f.message for f in down if isinstance(f, OutputTransportMessageFrame)]
+    assert captions[0] == {
+        "type": "transcript",
+        "role": "assistant",
+        "text": "Done, the light is on.",
+        "emotion": "relieved",
+    }
+    kinds = [type(f) for f in down if isinstance(f, LLMFullResponseStartFrame | LLMFullResponseEndFrame)]
+    assert kinds == [LLMFullResponseStartFrame, LLMFullResponseEndFrame]
+    assert not any(isinstance(f, EndWorkerFrame) for f in down)
+
+
+async def test_a_goodbye_is_uninterruptible_and_ends_the_worker_after_it() -> None:
+    ended: list[bool] = []
+    agent = AvaVoiceAgent(fixed("Bye, talk soon! #affectionate# #end#"), on_end_call=lambda: ended.append(True))
+    down, up = await run_test(agent, frames_to_send=[said("okay bye"), SleepFrame(0.2)])
+    spoken_at = next(i for i, f in enumerate(down) if isinstance(f, AggregatedTextFrame))
+    end_at = next(i for i, f in enumerate(down) if isinstance(f, EndWorkerFrame))
+    assert spoken_at < end_at
+    ours = (AggregatedTextFrame, OutputTransportMessageFrame, LLMFullResponseStartFrame, LLMFullResponseEndFrame)
+    goodbye = [f for f in down if isinstance(f, ours)]
+    assert goodbye and all(not f.interruptible for f in goodbye)
+    assert [f.text for f in down if isinstance(f, AggregatedTextFrame)] == ["Bye, talk soon!"]
+    assert ended == [True]
+    del up
+
+
+async def test_a_barge_in_drops_stale_speech_but_lets_the_turn_finish() -> None:
+    finished: list[str] = []
+
+    async def slow_turn(text: str) -> SpokenReply:
+        await asyncio.sleep(0.3)
+        finished.append(text)
+        return parse_spoken("Here is a long answer. #neutral#")
+
+    agent = AvaVoiceAgent(slow_turn)
+    down, _ = await run_test(
+        agent, frames_to_send=[said("tell me a story"), SleepFrame(0.1), InterruptionFrame(), SleepFrame(0.5)]
+    )
+    assert finished == ["tell me a story"], "the turn (and its thread writes) ran to the end"
+    assert not any(isinstance(f, AggregatedTextFrame) for f in down), "its speech was stale and dropped"
+    assert any(isinstance(f, InterruptionFrame) for f in down)
+
+
+async def test_a_turn_that_could_not_run_says_nothing() -> None:
+    async def refused(text: str) -> None:
+        return None
+
+    down, _ = await run_test(AvaVoiceAgent(refused), frames_to_send=[said("hello"), SleepFrame(0.1)])
+    assert not any(isinstance(f, AggregatedTextFrame) for f in down)

@@ -1,0 +1,180 @@
+"""Calls in this process: who is on one, how long they may last, and the bridge from a
+call to a text-style turn.
+
+A person has at most one live call and a process at most `per_process_max`; a call
+lasts at most `duration_max_s`, and after `idle_s / 2` of silence Ava asks whether the
+person is still there, hanging up at `idle_s`. Turns from a call run detached from the
+call itself: a caller who vanishes mid-sentence never leaves a half-written turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pipecat.frames.frames import (
+    BotSpeakingFrame,
+    BotStartedSpeakingFrame,
+    Frame,
+    TranscriptionFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+from agents import Segment, SpokenReply
+from chat import ChatError, Person, Turns
+from voice.agent import VoiceTurn
+
+log = logging.getLogger(__name__)
+
+_ACTIVITY = (
+    BotSpeakingFrame,
+    BotStartedSpeakingFrame,
+    TranscriptionFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+)
+
+# Turns that outlive their call are kept here until they finish.
+_DETACHED: set[asyncio.Task[Any]] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class CallLimits:
+    duration_max_s: float = 15 * 60
+    idle_s: float = 120.0
+    frame_bytes_max: int = 64 * 1024
+    per_process_max: int = 16
+    start_timeout_s: float = 10.0
+
+
+class CallRefused(Exception):
+    """A call cannot start now; `code` says why (§9.2 error codes)."""
+
+    def __init__(self, code: str, message: str, close_code: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.close_code = close_code
+
+
+@dataclass
+class Call:
+    id: str
+    person: Person
+    channel: str
+    started_at: float = field(default_factory=time.monotonic)
+    end_reason: str | None = None
+
+
+class CallRegistry:
+    """Live calls of this process, by person."""
+
+    def __init__(self, limits: CallLimits) -> None:
+        self.limits = limits
+        self._calls: dict[str, Call] = {}
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    @contextlib.contextmanager
+    def claim(self, person: Person, channel: str) -> Any:
+        if person.id in self._calls:
+            raise CallRefused("call_in_progress", "You are already on a call.", 4409)
+        if len(self._calls) >= self.limits.per_process_max:
+            raise CallRefused("server_busy", "Too many calls right now; try again shortly.", 1013)
+        call = Call(id=f"call_{secrets.token_hex(8)}", person=person, channel=channel)
+        self._calls[person.id] = call
+        try:
+            yield call
+        finally:
+            self._calls.pop(person.id, None)
+
+
+def voice_turn(turns: Turns, person: Person, *, zone: ZoneInfo, channel: str) -> VoiceTurn:
+    """A call's turns go through the same router, runtime, thread and wallet as text."""
+
+    async def run(text: str) -> SpokenReply | None:
+        task = asyncio.ensure_future(turns.post(person, text=text[:4000], channel=channel, zone=zone))  # type: ignore[arg-type]
+        _DETACHED.add(task)
+        task.add_done_callback(_DETACHED.discard)
+        try:
+            result = await asyncio.shield(task)
+        except ChatError as exc:
+            log.info("voice turn refused: %s", exc.type)
+            return None
+        return result.spoken
+
+    return run
+
+
+class CallClock:
+    """Ends calls that run too long or fall silent, speaking before it hangs up."""
+
+    def __init__(
+        self,
+        call: Call,
+        limits: CallLimits,
+        *,
+        speak: Callable[[SpokenReply], Awaitable[None]],
+        tick_s: float = 0.5,
+    ) -> None:
+        self._call = call
+        self._limits = limits
+        self._speak = speak
+        self._tick_s = tick_s
+        self._last_activity = time.monotonic()
+        self._checked = False
+
+    def activity(self) -> None:
+        self._last_activity = time.monotonic()
+        self._checked = False
+
+    async def run(self) -> None:
+        while self._call.end_reason is None:
+            await asyncio.sleep(self._tick_s)
+            now = time.monotonic()
+            if now - self._call.started_at >= self._limits.duration_max_s:
+                await self._end("max_duration", "We've been talking for a while, so I'll let you go now. Bye!")
+            elif now - self._last_activity >= self._limits.idle_s:
+                await self._end("idle", "I'll hang up for now. Call me anytime!")
+            elif now - self._last_activity >= self._limits.idle_s / 2 and not self._checked:
+                self._checked = True
+                await self._speak(SpokenReply((Segment("Are you still there?", "thinking"),), end_call=False))
+
+    async def _end(self, reason: str, goodbye: str) -> None:
+        self._call.end_reason = reason
+        await self._speak(SpokenReply((Segment(goodbye, "affectionate"),), end_call=True))
+
+
+@contextlib.asynccontextmanager
+async def running(coroutine: Awaitable[None]) -> AsyncIterator[None]:
+    """Run a background coroutine for the length of a block."""
+    task = asyncio.ensure_future(coroutine)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class ActivityTap(FrameProcessor):
+    """Tells the call clock whenever either side is speaking."""
+
+    def __init__(self, clock: CallClock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._clock = clock
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, _ACTIVITY):
+            self._clock.activity()
+        await self.push_frame(frame, direction)

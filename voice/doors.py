@@ -1,0 +1,153 @@
+"""The voice doors on the HTTP app. Each authenticates the person the same way the text
+API does, refuses what the protocol refuses, claims the person's one call slot, and
+runs the shared pipeline with its own transport."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, WebSocket
+from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
+from pipecat.workers.runner import WorkerRunner
+
+from chat import ChatError, People, Person, TokenVerifier, Turns, parse_zone
+from voice.agent import AvaVoiceAgent
+from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, CallRegistry, running, voice_turn
+from voice.pipeline import Engines, TurnTiming, build_call
+from voice.speaker import GuardedSocket, ProtocolError, SpeakerSerializer, parse_start, send_error
+
+log = logging.getLogger(__name__)
+
+# Checked before a call starts: raises a ChatError-like refusal (e.g. an empty wallet).
+Guard = Callable[[Person], Awaitable[None]]
+
+
+@dataclass
+class VoiceDoors:
+    people: People
+    verifier: TokenVerifier
+    turns: Turns
+    engines: Engines
+    limits: CallLimits = field(default_factory=CallLimits)
+    timing: TurnTiming = field(default_factory=TurnTiming)
+    guard: Guard | None = None
+    # Refusal types from the guard that map to a close code other than 1008.
+    guard_close_codes: dict[str, int] = field(default_factory=lambda: {"insufficient_balance": 4402})
+    registry: CallRegistry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.registry = CallRegistry(self.limits)
+
+    async def person_for(self, token: str | None) -> Person | None:
+        if not token:
+            return None
+        try:
+            person = await self.people.get(await self.verifier.verify(token))
+        except ChatError:
+            return None
+        return person
+
+
+def _token(websocket: WebSocket) -> str | None:
+    header = websocket.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return websocket.query_params.get("token")
+
+
+def build_voice_router(doors: VoiceDoors) -> APIRouter:
+    router = APIRouter(prefix="/v1/voice")
+
+    @router.websocket("/speaker")
+    async def speaker(websocket: WebSocket) -> None:
+        await websocket.accept()
+        person = await doors.person_for(_token(websocket))
+        if person is None:
+            await send_error(websocket, "unauthorized", "A valid bearer token is required.", 4401)
+            return
+        try:
+            async with asyncio.timeout(doors.limits.start_timeout_s):
+                first = await websocket.receive()
+            if first["type"] != "websocket.receive":
+                return
+            start = parse_start(cast(dict[str, Any], first), parse_zone=parse_zone)
+            if doors.guard is not None:
+                await doors.guard(person)
+        except TimeoutError:
+            await send_error(websocket, "protocol_violation", "No start event arrived in time.", 1008)
+            return
+        except ProtocolError as exc:
+            await send_error(websocket, exc.code, str(exc), exc.close_code)
+            return
+        except ChatError as exc:
+            await send_error(websocket, exc.type, str(exc), doors.guard_close_codes.get(exc.type, 1008))
+            return
+        zone = start.time_zone or parse_zone(person.time_zone)
+        try:
+            with doors.registry.claim(person, "voice") as call:
+                await websocket.send_json({"type": "ready", "call_id": call.id, "sample_rate": start.sample_rate})
+                await _run_speaker_call(doors, websocket, call, start.sample_rate, zone)
+        except CallRefused as exc:
+            await send_error(websocket, exc.code, str(exc), exc.close_code)
+
+    return router
+
+
+async def _run_speaker_call(doors: VoiceDoors, websocket: WebSocket, call: Call, rate: int, zone: ZoneInfo) -> None:
+    def agent_ended() -> None:
+        if call.end_reason is None:
+            call.end_reason = "agent_ended"
+
+    agent = AvaVoiceAgent(voice_turn(doors.turns, call.person, zone=zone, channel="voice"), on_end_call=agent_ended)
+    clock = CallClock(call, doors.limits, speak=agent.speak)
+    holder: dict[str, Any] = {}
+
+    async def hang_up() -> None:
+        call.end_reason = call.end_reason or "client_hangup"
+        worker = holder.get("worker")
+        if worker is not None:
+            await worker.cancel()
+
+    transport = FastAPIWebsocketTransport(
+        websocket=cast(WebSocket, GuardedSocket(websocket, doors.limits, on_hangup=hang_up)),
+        params=FastAPIWebsocketParams(
+            audio_in_enabled=True,
+            audio_out_enabled=True,
+            audio_in_sample_rate=16_000,
+            audio_out_sample_rate=rate,
+            audio_out_end_silence_secs=0,
+            serializer=SpeakerSerializer(wire_rate=rate, call=call),
+            allowed_origins=[],
+        ),
+    )
+    built = build_call(
+        transport=transport,
+        engines=doors.engines,
+        agent=agent,
+        sample_rate_in=16_000,
+        sample_rate_out=rate,
+        timing=doors.timing,
+        before_output=[ActivityTap(clock)],
+    )
+    holder["worker"] = built.worker
+
+    async def gone(_transport: Any, _client: Any) -> None:
+        await built.worker.cancel()
+
+    transport.add_event_handler("on_client_disconnected", gone)
+
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(built.worker)
+    async with running(clock.run()):
+        await runner.run()
+    with contextlib.suppress(Exception):
+        if websocket.application_state.name == "CONNECTED":
+            await websocket.close(code=1000)
+    log.info("call ended", extra={"call": call.id, "person": call.person.id, "reason": call.end_reason})
