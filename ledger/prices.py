@@ -1,0 +1,143 @@
+"""What a model call costs: versioned prices per model, and the arithmetic.
+
+Prices are rupiah per million tokens, so rate times tokens is exactly micro-rupiah and the
+whole computation stays in integers. A price row is never edited; a change is a new row
+with a later `valid_from`, and each receipt names the row it was billed at.
+
+Billing follows SPEC §11: input is prompt + tool-use prompt, of which the cached part is
+billed at the cached rate; output includes thinking; a call with any usage costs at
+least 1 µRp (so its receipt still records the usage); a call with none costs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Protocol
+
+import asyncpg
+
+from ledger.errors import PriceMissing
+
+_COLUMNS = "id, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from"
+# The model's own newest row valid at $2, else the newest '*' row valid then.
+_PRICE_FOR_SQL = f"""
+SELECT {_COLUMNS} FROM prices
+WHERE model IN ($1, '*') AND valid_from <= $2
+ORDER BY model = $1 DESC, valid_from DESC
+LIMIT 1
+"""
+_ADD_SQL = f"""
+INSERT INTO prices (model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING {_COLUMNS}
+"""
+
+TOKENS_MAX = 10**9  # per call; far above any model's context, far below overflow
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    id: int
+    model: str  # an exact model name, or '*' for the default
+    input_per_mtok_idr: int
+    cached_input_per_mtok_idr: int
+    output_per_mtok_idr: int
+    valid_from: datetime
+
+    def as_receipt(self) -> dict[str, int]:
+        return {
+            "id": self.id,
+            "input_per_mtok_idr": self.input_per_mtok_idr,
+            "cached_input_per_mtok_idr": self.cached_input_per_mtok_idr,
+            "output_per_mtok_idr": self.output_per_mtok_idr,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """One model call's usage as the model reported it (Gemini's counting)."""
+
+    prompt_tokens: int = 0  # includes the cached tokens
+    cached_tokens: int = 0
+    tool_use_prompt_tokens: int = 0
+    output_tokens: int = 0  # excludes thinking
+    thinking_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value) is not int or not 0 <= value <= TOKENS_MAX:
+                raise ValueError(f"{f.name} must be an int from 0 to {TOKENS_MAX}, not {value!r}")
+
+    @property
+    def is_zero(self) -> bool:
+        return not any(getattr(self, f.name) for f in fields(self))
+
+    def as_receipt(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def cost_micros(*, price: Price, tokens: TokenUsage) -> int:
+    """The charge for one call in micro-rupiah: exact, never negative, ≥ 1 with usage."""
+    input_tokens = tokens.prompt_tokens + tokens.tool_use_prompt_tokens
+    # Cached tokens are part of the input; a report claiming more cached than sent is
+    # clamped, so no token is ever billed that was not sent.
+    cached_tokens = min(tokens.cached_tokens, input_tokens)
+    output_tokens = tokens.output_tokens + tokens.thinking_tokens
+    micros = (
+        (input_tokens - cached_tokens) * price.input_per_mtok_idr
+        + cached_tokens * price.cached_input_per_mtok_idr
+        + output_tokens * price.output_per_mtok_idr
+    )
+    if micros == 0 and not tokens.is_zero:
+        return 1
+    return micros
+
+
+class Prices(Protocol):
+    """Where charging looks up the price of a model at a moment."""
+
+    async def price_for(self, model: str, at: datetime) -> Price: ...
+
+
+def _price(row: asyncpg.Record) -> Price:
+    return Price(
+        id=row["id"],
+        model=row["model"],
+        input_per_mtok_idr=row["input_per_mtok_idr"],
+        cached_input_per_mtok_idr=row["cached_input_per_mtok_idr"],
+        output_per_mtok_idr=row["output_per_mtok_idr"],
+        valid_from=row["valid_from"],
+    )
+
+
+class PriceBook:
+    """The `prices` table."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def price_for(self, model: str, at: datetime) -> Price:
+        assert at.tzinfo is not None, "prices are looked up at an aware time"
+        row = await self._pool.fetchrow(_PRICE_FOR_SQL, model, at)
+        if row is None:
+            raise PriceMissing(f"no price for {model!r} (nor a default) was valid at {at.isoformat()}")
+        return _price(row)
+
+    async def add(
+        self,
+        *,
+        model: str,
+        input_per_mtok_idr: int,
+        cached_input_per_mtok_idr: int,
+        output_per_mtok_idr: int,
+        valid_from: datetime,
+    ) -> Price:
+        """A new price for `model` ('*' for the default) from `valid_from` on."""
+        assert valid_from.tzinfo is not None, "a price starts at an aware time"
+        row = await self._pool.fetchrow(
+            _ADD_SQL, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from
+        )
+        assert row is not None
+        return _price(row)
