@@ -32,17 +32,23 @@ from chat import (
     EventLog,
     LocalTokens,
     People,
+    Person,
     Runs,
     Threads,
     Turns,
+    Wallet,
     build_router,
+    build_wallet_router,
+    drain_detached,
     on_chat_error,
     on_http_error,
+    on_ledger_error,
     on_unexpected,
     on_validation_error,
     problem,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
+from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, format_rupiah
 from settings import Settings
 from voice import CallLimits, Engines, TurnTiming, VoiceDoors, build_voice_router
 
@@ -110,12 +116,16 @@ class Services:
     threads: Threads
     runs: Runs
     turns: Turns
+    wallet: Wallet
+    ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
 
     async def close(self) -> None:
+        # Turns and charges that outlived their requests finish before the pool closes.
+        await drain_detached(timeout_s=30)
         await self.hub.stop()
         await self.pool.close()
         if self.embedded is not None:
@@ -157,9 +167,18 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         threads, runs = Threads(pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
+        ledger = PostgresLedger(pool)
+        wallet = Wallet(
+            ledger=ledger,
+            prices=PriceBook(pool),
+            runs=runs,
+            pool=pool,
+            signup_grant_micros=settings.signup_grant_micros,
+        )
         turns = Turns(
             threads=threads,
             runs=runs,
+            wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
             home=home,
@@ -171,6 +190,9 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         abandoned = await fail_abandoned_runs(threads, runs, pool)
         if abandoned:
             log.warning("marked %d abandoned runs as failed", abandoned)
+        settled = await wallet.settle_uncharged()
+        if settled:
+            log.warning("charged %d model calls a crash had left uncharged", settled)
     except BaseException:
         await pool.close()
         if embedded is not None:
@@ -191,6 +213,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         verifier=local_tokens,
         turns=turns,
         engines=engines,
+        guard=lambda person: wallet.guard(person.id),
         limits=CallLimits(
             duration_max_s=settings.call_duration_max_s,
             idle_s=settings.call_idle_s,
@@ -207,6 +230,8 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         threads=threads,
         runs=runs,
         turns=turns,
+        wallet=wallet,
+        ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
         embedded=embedded,
@@ -231,10 +256,14 @@ def build_app(services: Services) -> FastAPI:
         hub=services.hub,
         sse_streams_per_person_max=settings.sse_streams_per_person_max,
         sse_keepalive_s=settings.sse_keepalive_s,
+        on_signup=lambda person: services.wallet.grant_signup(person.id),
     )
     app.include_router(build_router(api))
+    admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
+    app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
     app.include_router(build_voice_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
+    app.add_exception_handler(LedgerError, on_ledger_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
@@ -290,10 +319,59 @@ async def _migrate(settings: Settings) -> None:
 async def _user_token(settings: Settings, name: str) -> None:
     services = await start_services(settings)
     try:
-        person, _ = await services.people.sign_in_local(name)
+        person, created = await services.people.sign_in_local(name)
+        if created:
+            await services.wallet.grant_signup(person.id)
         print(services.local_tokens.issue(person.id))
     finally:
         await services.close()
+
+
+async def _find_person(services: Services, who: str) -> Person | None:
+    """A person by id (`usr_…`), or else by their local sign-in name."""
+    person = await services.people.get(who)
+    return person or await services.people.find_local(who)
+
+
+async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | None) -> int:
+    if not amount.isdigit() or int(amount) <= 0:
+        print(f"error: AMOUNT must be a whole number of rupiah above zero, not {amount!r}", file=sys.stderr)
+        return 2
+    services = await start_services(settings)
+    try:
+        person = await _find_person(services, who)
+        if person is None:
+            print(f"error: no person {who!r} (give an id like usr_… or a local sign-in name)", file=sys.stderr)
+            return 2
+        try:
+            transaction = await services.wallet.top_up(
+                person.id,
+                amount_micros=int(amount) * MICROS_PER_RUPIAH,
+                ref=ref or f"cli:{secrets.token_hex(8)}",
+                source="cli",
+            )
+        except LedgerError as exc:
+            print(f"error: {exc} ({getattr(exc, 'code', 'ledger_error')})", file=sys.stderr)
+            return 2
+        balance = await services.wallet.balance_micros(person.id)
+        state = "already applied" if transaction.replayed else "applied"
+        print(f"top-up {state} for {person.name} ({person.id}); balance {format_rupiah(balance)}")
+        return 0
+    finally:
+        await services.close()
+
+
+async def _wallet_verify(settings: Settings) -> int:
+    services = await start_services(settings)
+    try:
+        report = await services.ledger.verify()
+    finally:
+        await services.close()
+    print(f"checked {report.transactions} transactions, {report.entries} entries, {report.accounts} accounts")
+    for problem_ in report.problems:
+        print(f"PROBLEM {problem_.kind} {problem_.subject}: {problem_.detail}")
+    print("ledger OK" if report.ok else f"ledger BROKEN: {len(report.problems)} problems")
+    return 0 if report.ok else 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -306,6 +384,12 @@ def _parser() -> argparse.ArgumentParser:
     users = verbs.add_parser("users", help="people").add_subparsers(dest="users_verb", required=True)
     token = users.add_parser("token", help="print a session token for NAME (created if new)")
     token.add_argument("name")
+    wallet = verbs.add_parser("wallet", help="the ledger").add_subparsers(dest="wallet_verb", required=True)
+    topup = wallet.add_parser("topup", help="add AMOUNT whole rupiah to USER's wallet (id or local name)")
+    topup.add_argument("user")
+    topup.add_argument("amount")
+    topup.add_argument("--ref", help="idempotency key: the same ref tops up once (default: a new one)")
+    wallet.add_parser("verify", help="check every ledger invariant; exit 1 if any is broken")
     chat = verbs.add_parser("chat", help="chat in the terminal through the HTTP API")
     chat.add_argument("--url", help="server address (default http://HOST:PORT)")
     chat.add_argument("--name", help="sign in locally with this name (default: your login name)")
@@ -328,6 +412,10 @@ def cli(argv: Sequence[str] | None = None) -> None:
         asyncio.run(_migrate(settings))
     elif args.verb == "users":
         asyncio.run(_user_token(settings, args.name))
+    elif args.verb == "wallet" and args.wallet_verb == "topup":
+        sys.exit(asyncio.run(_wallet_topup(settings, args.user, args.amount, args.ref)))
+    elif args.verb == "wallet":
+        sys.exit(asyncio.run(_wallet_verify(settings)))
     elif args.verb == "chat":
         from chat.terminal import run_terminal
 

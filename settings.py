@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
 
+    # The wallet: what a new person starts with (Rp 5,000), and the operator's API key
+    # for POST /v1/admin/topups (the endpoint answers 404 while this is unset).
+    signup_grant_micros: int = Field(default=5_000_000_000, ge=0, le=10**15)
+    admin_api_key: SecretStr | None = None
+
     # Voice calls (every door): limits, and how quickly the end of a turn is decided.
     call_duration_max_s: float = Field(default=15 * 60, gt=0)
     call_idle_s: float = Field(default=120.0, gt=0)

@@ -4,7 +4,16 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.edge import BodyLimit, on_chat_error, on_http_error, on_unexpected, on_validation_error, problem
+from chat.detached import drain_detached, run_detached
+from chat.edge import (
+    BodyLimit,
+    on_chat_error,
+    on_http_error,
+    on_ledger_error,
+    on_unexpected,
+    on_validation_error,
+    problem,
+)
 from chat.errors import ChatError, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
@@ -13,6 +22,8 @@ from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
 from chat.turns import TurnResult, Turns
+from chat.wallet import Wallet
+from chat.wallet_api import build_wallet_router
 
 __all__ = [
     "BodyLimit",
@@ -31,13 +42,18 @@ __all__ = [
     "TurnResult",
     "Turns",
     "Unauthorized",
+    "Wallet",
     "build_router",
+    "build_wallet_router",
+    "drain_detached",
     "mentions",
     "on_chat_error",
     "on_http_error",
+    "on_ledger_error",
     "on_unexpected",
     "on_validation_error",
     "parse_zone",
     "problem",
     "route",
+    "run_detached",
 ]

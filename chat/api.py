@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
+from chat.detached import run_detached
 from chat.errors import SignInDisabled, TimeZoneInvalid, TooManyStreams, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
@@ -28,9 +29,6 @@ from chat.threads import Threads
 from chat.turns import Turns
 
 PAGE_MAX = 200
-# Turns that outlive a disconnected request are kept here until they finish, so the
-# event loop's weak reference is never the only one.
-_TURNS_IN_FLIGHT: set[asyncio.Task[Any]] = set()
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (400, 401, 404, 413, 422, 503)
 }
@@ -70,17 +68,26 @@ def _bearer(authorization: str | None) -> str:
     return token.strip()
 
 
-def build_router(api: ChatApi) -> APIRouter:
-    router = APIRouter(prefix="/v1", responses=_PROBLEMS)
+async def person_from(api: ChatApi, token: str) -> Person:
+    person = await api.people.get(await api.verifier.verify(token))
+    if person is None:
+        raise Unauthorized("This account no longer exists.")
+    return person
 
-    async def person_from(token: str) -> Person:
-        person = await api.people.get(await api.verifier.verify(token))
-        if person is None:
-            raise Unauthorized("This account no longer exists.")
-        return person
+
+def current_person_dependency(api: ChatApi) -> Callable[..., Awaitable[Person]]:
+    """A FastAPI dependency: the person named by the bearer token, or 401."""
 
     async def current_person(authorization: Annotated[str | None, Header()] = None) -> Person:
-        return await person_from(_bearer(authorization))
+        return await person_from(api, _bearer(authorization))
+
+    return current_person
+
+
+def current_zone_dependency(
+    api: ChatApi, current_person: Callable[..., Awaitable[Person]]
+) -> Callable[..., Awaitable[ZoneInfo]]:
+    """A FastAPI dependency: the request's `time-zone` header (remembered), else the profile's."""
 
     async def current_zone(
         person: Annotated[Person, Depends(current_person)],
@@ -92,6 +99,14 @@ def build_router(api: ChatApi) -> APIRouter:
         if zone.key != person.time_zone:
             await api.people.remember_time_zone(person.id, zone.key)
         return zone
+
+    return current_zone
+
+
+def build_router(api: ChatApi) -> APIRouter:
+    router = APIRouter(prefix="/v1", responses=_PROBLEMS)
+    current_person = current_person_dependency(api)
+    current_zone = current_zone_dependency(api, current_person)
 
     @router.post("/auth/local", response_model=SignedIn, tags=["identity"])
     async def sign_in_local(body: LocalSignIn) -> dict[str, Any]:
@@ -116,12 +131,9 @@ def build_router(api: ChatApi) -> APIRouter:
         """Write a message to the person's thread, run whoever it is for, return what was written."""
         # The turn runs as its own task: a client that disconnects does not cancel the
         # runs halfway, so the thread and the usage records stay whole.
-        task = asyncio.ensure_future(
+        result = await run_detached(
             api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
         )
-        _TURNS_IN_FLIGHT.add(task)
-        task.add_done_callback(_TURNS_IN_FLIGHT.discard)
-        result = await asyncio.shield(task)
         return result.as_json()
 
     @router.get("/messages", response_model=MessagesPage, tags=["thread"])
@@ -148,7 +160,7 @@ def build_router(api: ChatApi) -> APIRouter:
 
         Browsers' EventSource cannot set headers, so `access_token` may carry the token.
         Resumes after `Last-Event-ID` (or `after`); otherwise starts with new events."""
-        person = await person_from(access_token if access_token else _bearer(authorization))
+        person = await person_from(api, access_token if access_token else _bearer(authorization))
         if api.hub.streams(person.id) >= api.sse_streams_per_person_max:
             raise TooManyStreams(f"At most {api.sse_streams_per_person_max} live connections per person.")
         cursor = after

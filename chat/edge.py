@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chat.errors import ChatError
+from ledger import LedgerError
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,27 @@ def problem(status: int, type_: str, title: str, detail: str | None = None, **ex
 async def on_chat_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ChatError)
     return problem(exc.status, exc.type, exc.title, str(exc) or None)
+
+
+# The ledger's stable codes and what each means at the HTTP edge.
+_LEDGER_STATUS = {
+    "insufficient_balance": (402, "The wallet is empty"),
+    "ref_conflict": (409, "This ref was already used for a different amount"),
+    "amount_invalid": (422, "The amount is not valid"),
+    "ref_invalid": (422, "The ref is not valid"),
+    "unbalanced": (422, "The postings do not balance"),
+    "account_unknown": (404, "No such account"),
+}
+
+
+async def on_ledger_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LedgerError)
+    code = getattr(exc, "code", "ledger_error")
+    status, title = _LEDGER_STATUS.get(code, (500, "The wallet could not be updated"))
+    if status == 500:
+        log.error("ledger error %s", code, exc_info=exc)
+        return problem(500, "internal_error", "Something went wrong on our side")
+    return problem(status, code, title, str(exc) or None)
 
 
 async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:

@@ -25,6 +25,7 @@ WITH person AS (
 SELECT id, name, time_zone, created_at, created FROM person
 """
 _GET_SQL = "SELECT id, name, time_zone, created_at FROM people WHERE id = $1"
+_FIND_LOCAL_SQL = "SELECT id, name, time_zone, created_at FROM people WHERE local_key = $1"
 _SET_ZONE_SQL = "UPDATE people SET time_zone = $2 WHERE id = $1 AND time_zone <> $2"
 
 NAME_CHARS_MAX = 100
@@ -63,6 +64,11 @@ class People:
         )
         assert row is not None
         return Person(row["id"], row["name"], row["time_zone"], row["created_at"]), bool(row["created"])
+
+    async def find_local(self, name: str) -> Person | None:
+        """The person who signs in locally with this name, if any."""
+        row = await self._pool.fetchrow(_FIND_LOCAL_SQL, normalise_name(name))
+        return Person(row["id"], row["name"], row["time_zone"], row["created_at"]) if row else None
 
     async def get(self, person_id: str) -> Person | None:
         row = await self._pool.fetchrow(_GET_SQL, person_id)

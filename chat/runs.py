@@ -22,6 +22,22 @@ _START_SQL = f"""
 INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}
 """
+_CALL_ROW_SQL = """
+INSERT INTO run_calls (run_id, idx, person_id, model, usage)
+SELECT id, $2, person_id, $3, $4::jsonb FROM runs WHERE id = $1
+RETURNING at
+"""
+_COST_SQL = """
+WITH call AS (
+    UPDATE run_calls SET cost_micros = $3 WHERE run_id = $1 AND idx = $2 AND cost_micros IS NULL RETURNING run_id
+)
+UPDATE runs SET cost_micros = cost_micros + $3 WHERE id IN (SELECT run_id FROM call)
+"""
+_UNCHARGED_SQL = """
+SELECT c.run_id, c.idx, c.person_id, c.model, c.usage, c.at, r.agent, r.trigger
+FROM run_calls c JOIN runs r ON r.id = c.run_id
+WHERE c.cost_micros IS NULL ORDER BY c.at LIMIT $1
+"""
 _CALL_SQL = """
 UPDATE runs SET model_calls = model_calls + 1, model = $2,
     usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
@@ -88,6 +104,18 @@ class Run:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class UnchargedCall:
+    run_id: str
+    index: int
+    person_id: str
+    agent: str
+    trigger: str
+    model: str
+    usage: dict[str, int]
+    at: datetime
+
+
 def _run(row: asyncpg.Record) -> Run:
     return Run(
         id=row["id"],
@@ -142,8 +170,26 @@ class Runs:
             await publish(conn, person_id, "run.started", run.as_json())
         return run
 
-    async def record_call(self, run_id: str, *, model: str, usage: dict[str, int]) -> None:
-        await self._pool.execute(_CALL_SQL, run_id, model, usage)
+    async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
+        """Keep one model call's usage (before it is charged); returns when it was recorded."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            at = await conn.fetchval(_CALL_ROW_SQL, run_id, index, model, usage)
+            await conn.execute(_CALL_SQL, run_id, model, usage)
+        assert isinstance(at, datetime), f"run {run_id} does not exist"
+        return at
+
+    async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:
+        """Mark a call charged and add its cost to the run (once, however often called)."""
+        await self._pool.execute(_COST_SQL, run_id, index, cost_micros)
+
+    async def uncharged_calls(self, *, limit: int = 1000) -> list[UnchargedCall]:
+        rows = await self._pool.fetch(_UNCHARGED_SQL, limit)
+        return [
+            UnchargedCall(
+                r["run_id"], r["idx"], r["person_id"], r["agent"], r["trigger"], r["model"], dict(r["usage"]), r["at"]
+            )
+            for r in rows
+        ]
 
     async def record_tool(self, run_id: str, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         await self._pool.execute(_TOOL_SQL, run_id, name, args, result)

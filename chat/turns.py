@@ -48,6 +48,7 @@ from chat.people import Person
 from chat.routing import route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
+from chat.wallet import Wallet
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +80,25 @@ class _Turn:
 
 
 class _Recorder:
-    """Writes what a run does as it does it."""
+    """Writes what a run does as it does it, and charges each model call at once."""
 
-    def __init__(self, runs: Runs, run_id: str) -> None:
+    def __init__(self, runs: Runs, wallet: Wallet, run: Run, person_id: str) -> None:
         self._runs = runs
-        self._run_id = run_id
+        self._wallet = wallet
+        self._run = run
+        self._run_id = run.id
+        self._person_id = person_id
 
     async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
-        await self._runs.record_call(self._run_id, model=model, usage=usage.as_dict())
+        await self._wallet.charge_call(
+            person_id=self._person_id,
+            run_id=self._run_id,
+            index=index,
+            agent=self._run.agent,
+            trigger=self._run.trigger,
+            model=model,
+            usage=usage.as_dict(),
+        )
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         await self._runs.record_tool(self._run_id, name=name, args=args, result=result)
@@ -106,6 +118,7 @@ class Turns:
         *,
         threads: Threads,
         runs: Runs,
+        wallet: Wallet,
         model: Model,
         model_name: Callable[[str], str],
         home: SmartHome,
@@ -115,6 +128,7 @@ class Turns:
     ) -> None:
         self._threads = threads
         self._runs = runs
+        self._wallet = wallet
         self._model = model
         self._model_name = model_name
         self._home = home
@@ -129,6 +143,7 @@ class Turns:
         check_text(text)
         if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
             return earlier
+        await self._wallet.guard(person.id)  # 402 before anything is written
         async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
             # Checked again under the lock: the first attempt may have just finished.
             if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
@@ -171,6 +186,11 @@ class Turns:
             return []
 
         async def delegate(specialist: AgentSpec, tag: str) -> str:
+            if not await self._wallet.has_balance(turn.person.id):
+                raise ToolError(
+                    f"The person's wallet is empty, so {specialist.display_name} cannot run. "
+                    "Tell them kindly to top up."
+                )
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
@@ -229,7 +249,7 @@ class Turns:
                 system=system,
                 history=contents,
                 tools=self._tools(turn, agent, run),
-                observer=_Recorder(self._runs, run.id),
+                observer=_Recorder(self._runs, self._wallet, run, turn.person.id),
                 limits=self._limits,
             )
             reply = "" if is_blank(outcome.text) else outcome.text.strip()

@@ -30,21 +30,13 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
-from chat import ChatError, Person, Turns
+from chat import ChatError, Person, Turns, run_detached
 from voice.agent import VoiceTurn
 
 log = logging.getLogger(__name__)
 
-_ACTIVITY = (
-    BotSpeakingFrame,
-    BotStartedSpeakingFrame,
-    TranscriptionFrame,
-    UserStartedSpeakingFrame,
-    UserStoppedSpeakingFrame,
-)
-
-# Turns that outlive their call are kept here until they finish.
-_DETACHED: set[asyncio.Task[Any]] = set()
+_PERSON_SPEAKING = (TranscriptionFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
+_AVA_SPEAKING = (BotSpeakingFrame, BotStartedSpeakingFrame)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +94,8 @@ def voice_turn(turns: Turns, person: Person, *, zone: ZoneInfo, channel: str) ->
     """A call's turns go through the same router, runtime, thread and wallet as text."""
 
     async def run(text: str) -> SpokenReply | None:
-        task = asyncio.ensure_future(turns.post(person, text=text[:4000], channel=channel, zone=zone))  # type: ignore[arg-type]
-        _DETACHED.add(task)
-        task.add_done_callback(_DETACHED.discard)
         try:
-            result = await asyncio.shield(task)
+            result = await run_detached(turns.post(person, text=text[:4000], channel=channel, zone=zone))  # type: ignore[arg-type]
         except ChatError as exc:
             log.info("voice turn refused: %s", exc.type)
             return None
@@ -133,9 +122,14 @@ class CallClock:
         self._last_activity = time.monotonic()
         self._checked = False
 
-    def activity(self) -> None:
-        self._last_activity = time.monotonic()
-        self._checked = False
+    def activity(self, *, by_person: bool = True) -> None:
+        """Someone spoke. Ava's own "are you still there?" must not restart the silence it
+        asks about, so once the check is out only the person resets the idle clock."""
+        if by_person:
+            self._last_activity = time.monotonic()
+            self._checked = False
+        elif not self._checked:
+            self._last_activity = time.monotonic()
 
     async def run(self) -> None:
         while self._call.end_reason is None:
@@ -175,6 +169,8 @@ class ActivityTap(FrameProcessor):
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
-        if isinstance(frame, _ACTIVITY):
+        if isinstance(frame, _PERSON_SPEAKING):
             self._clock.activity()
+        elif isinstance(frame, _AVA_SPEAKING):
+            self._clock.activity(by_person=False)
         await self.push_frame(frame, direction)

@@ -17,6 +17,7 @@ from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPI
 from pipecat.workers.runner import WorkerRunner
 
 from chat import ChatError, People, Person, TokenVerifier, Turns, parse_zone
+from ledger import LedgerError
 from voice.agent import AvaVoiceAgent
 from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, CallRegistry, running, voice_turn
 from voice.pipeline import Engines, TurnTiming, build_call
@@ -88,6 +89,10 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
             return
         except ChatError as exc:
             await send_error(websocket, exc.type, str(exc), doors.guard_close_codes.get(exc.type, 1008))
+            return
+        except LedgerError as exc:
+            code = getattr(exc, "code", "ledger_error")
+            await send_error(websocket, code, str(exc), doors.guard_close_codes.get(code, 1008))
             return
         zone = start.time_zone or parse_zone(person.time_zone)
         try:

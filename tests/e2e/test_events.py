@@ -25,7 +25,10 @@ async def test_a_turn_streams_its_messages_and_runs_in_order(app: App) -> None:
             seen = await collect(events, "message:zee")
             seen += await collect(events, "run.finished:ava")
             assert (await posted).status_code == 200
-    kinds = [(e.type, e.data.get("author") or e.data.get("agent")) for e in seen]
+    charges = [e.data["balance_micros"] for e in seen if e.type == "wallet.changed"]
+    assert len(charges) >= 4, "every model call's charge is announced"
+    assert charges == sorted(charges, reverse=True)
+    kinds = [(e.type, e.data.get("author") or e.data.get("agent")) for e in seen if e.type != "wallet.changed"]
     assert kinds == [
         ("message", "human"),
         ("run.started", "ava"),
@@ -51,7 +54,12 @@ async def test_a_client_resumes_from_last_event_id(app: App) -> None:
         await client.post("/v1/messages", json={"text": "@zee status of the AC"}, headers=headers)
         async with client.stream("GET", "/v1/events", headers={**headers, "Last-Event-ID": str(last_id)}) as stream:
             missed = await collect(read_events(stream), "run.finished:zee")
-    assert [e.type for e in missed] == ["message", "run.started", "message", "run.finished"]
+    assert [e.type for e in missed if e.type != "wallet.changed"] == [
+        "message",
+        "run.started",
+        "message",
+        "run.finished",
+    ]
     assert missed[0].data["text"] == "@zee status of the AC"
     assert all(e.id is not None and last_id is not None and e.id > last_id for e in missed)
 

@@ -1,0 +1,34 @@
+"""Work that must finish even when the request that started it is gone: a turn whose
+client disconnected, a charge for a model call that already happened. Such tasks are
+kept here (the event loop itself holds only weak references) and shutdown waits for
+them, within a bound, before the database pool closes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_TASKS: set[asyncio.Task[Any]] = set()
+
+
+async def run_detached(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to its end even if the caller is cancelled; return its result."""
+    task = asyncio.ensure_future(coroutine)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+    return await asyncio.shield(task)
+
+
+async def drain_detached(*, timeout_s: float) -> None:
+    """Wait for detached work to finish (at shutdown); give up after `timeout_s`."""
+    pending = [t for t in _TASKS if not t.done()]
+    if not pending:
+        return
+    _, still = await asyncio.wait(pending, timeout=timeout_s)
+    if still:
+        log.warning("%d detached tasks still running at shutdown", len(still))

@@ -1,0 +1,150 @@
+"""The wallet as the chat uses it: charging each model call the moment it returns,
+the balance guard before runs, signup grants, top-ups, and the `wallet.changed` event
+every live client hears after a change.
+
+The ledger domain keeps the money; this module ties it to people, runs and events. A
+charge is shielded from cancellation: a client that disconnects mid-run is still
+charged for every call that completed, and a retried request never charges twice
+(each call's ref is `run:<run_id>:call:<n>`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+import asyncpg
+
+from chat.detached import run_detached
+from chat.events import publish
+from chat.runs import Runs
+from ledger import (
+    DayUsage,
+    Entry,
+    InsufficientBalance,
+    Ledger,
+    Prices,
+    TokenUsage,
+    Transaction,
+    charge_model_call,
+    format_rupiah,
+    grant_signup,
+    guard,
+    top_up,
+    user_account,
+)
+
+log = logging.getLogger(__name__)
+
+
+def token_usage(usage: dict[str, int]) -> TokenUsage:
+    return TokenUsage(
+        prompt_tokens=usage.get("prompt_tokens", 0),
+        cached_tokens=usage.get("cached_tokens", 0),
+        tool_use_prompt_tokens=usage.get("tool_use_prompt_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        thinking_tokens=usage.get("thinking_tokens", 0),
+    )
+
+
+class Wallet:
+    def __init__(
+        self, *, ledger: Ledger, prices: Prices, runs: Runs, pool: asyncpg.Pool, signup_grant_micros: int
+    ) -> None:
+        self._ledger = ledger
+        self._prices = prices
+        self._runs = runs
+        self._pool = pool
+        self._signup_grant_micros = signup_grant_micros
+
+    async def balance_micros(self, person_id: str) -> int:
+        return await self._ledger.balance_micros(user_account(person_id))
+
+    async def guard(self, person_id: str) -> None:
+        """Raise `InsufficientBalance` when the person's balance is at or below zero."""
+        await guard(self._ledger, person_id=person_id)
+
+    async def has_balance(self, person_id: str) -> bool:
+        try:
+            await self.guard(person_id)
+        except InsufficientBalance:
+            return False
+        return True
+
+    async def announce(self, person_id: str) -> None:
+        balance = await self.balance_micros(person_id)
+        await publish(
+            self._pool, person_id, "wallet.changed", {"balance_micros": balance, "balance": format_rupiah(balance)}
+        )
+
+    async def charge_call(
+        self, *, person_id: str, run_id: str, index: int, agent: str, trigger: str, model: str, usage: dict[str, int]
+    ) -> int:
+        """Record a finished model call, charge it, and return its cost in micro-rupiah.
+        The whole sequence runs to the end even if the request that started it is gone."""
+        return await run_detached(self._charge(person_id, run_id, index, agent, trigger, model, usage))
+
+    async def _charge(
+        self, person_id: str, run_id: str, index: int, agent: str, trigger: str, model: str, usage: dict[str, int]
+    ) -> int:
+        at = await self._runs.record_call(run_id, index=index, model=model, usage=usage)
+        return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at)
+
+    async def _settle(
+        self,
+        person_id: str,
+        run_id: str,
+        index: int,
+        agent: str,
+        trigger: str,
+        model: str,
+        usage: dict[str, int],
+        at: datetime,
+    ) -> int:
+        transaction = await charge_model_call(
+            self._ledger,
+            self._prices,
+            person_id=person_id,
+            run_id=run_id,
+            call_index=index,
+            agent=agent,
+            trigger=trigger,
+            model=model,
+            tokens=token_usage(usage),
+            at=at,
+        )
+        cost = -sum(p.amount_micros for p in transaction.postings if p.amount_micros < 0) if transaction else 0
+        await self._runs.record_cost(run_id, index=index, cost_micros=cost)
+        if transaction is not None and not transaction.replayed:
+            await self.announce(person_id)
+        return cost
+
+    async def settle_uncharged(self) -> int:
+        """Charge calls recorded but never charged (a crash between the two). Idempotent."""
+        settled = 0
+        for call in await self._runs.uncharged_calls():
+            await self._settle(
+                call.person_id, call.run_id, call.index, call.agent, call.trigger, call.model, call.usage, call.at
+            )
+            settled += 1
+        return settled
+
+    async def grant_signup(self, person_id: str) -> None:
+        if self._signup_grant_micros > 0:
+            await grant_signup(self._ledger, person_id=person_id, amount_micros=self._signup_grant_micros)
+            await self.announce(person_id)
+
+    async def top_up(self, person_id: str, *, amount_micros: int, ref: str, source: str) -> Transaction:
+        transaction = await top_up(
+            self._ledger, person_id=person_id, amount_micros=amount_micros, ref=ref, source=source
+        )
+        if not transaction.replayed:
+            await self.announce(person_id)
+        return transaction
+
+    async def entries(self, person_id: str, *, before_id: int | None, limit: int) -> list[Entry]:
+        return await self._ledger.entries(user_account(person_id), before_id=before_id, limit=limit)
+
+    async def usage_for_day(self, person_id: str, *, day: date, zone: ZoneInfo) -> DayUsage:
+        return await self._ledger.usage_for_day(user_account(person_id), day=day, zone=zone)
