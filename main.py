@@ -7,6 +7,13 @@ startup, so an operator can see at a glance what a deployment is really talking 
 
 from __future__ import annotations
 
+import os
+
+# Pipecat logs through loguru at DEBUG from the moment it is imported (below, through
+# voice); the product's own logging is the standard library's. Unless asked otherwise,
+# only Pipecat's warnings reach the console.
+os.environ.setdefault("LOGURU_LEVEL", "WARNING")
+
 import argparse
 import asyncio
 import contextlib

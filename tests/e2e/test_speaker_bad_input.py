@@ -125,3 +125,16 @@ async def test_a_caller_vanishing_mid_sentence_leaves_no_half_turn_and_others_ke
     assert thread == [] or thread[0].author == "human"
     runs = [await app.services.runs.get(me, m.run_id) for m in thread if m.run_id]
     assert all(r is not None and r.status != "running" for r in runs)
+
+
+async def test_an_empty_wallet_cannot_start_a_call(app: App, base_url: str) -> None:
+    from ledger import Posting, TransactionSpec, user_account
+
+    token = await token_for(app)
+    me = await app.services.local_tokens.verify(token)
+    balance = await app.services.wallet.balance_micros(me)
+    drain = (Posting(user_account(me), -balance), Posting("revenue:IDR", balance))
+    await app.services.ledger.transact(spec=TransactionSpec(type="adjustment", ref="test:drain", postings=drain))
+    error, code = await refused(f"{base_url}/v1/voice/speaker?token={token}", send=[json.dumps(START)])
+    assert (error["code"], code) == ("insufficient_balance", 4402)
+    assert await app.services.threads.page(me, before=None, after=None, limit=10) == []
