@@ -118,6 +118,7 @@ class Services:
     settings: Settings
     dsn: str
     pool: asyncpg.Pool
+    lock_pool: asyncpg.Pool
     hub: EventHub
     people: People
     threads: Threads
@@ -134,6 +135,7 @@ class Services:
         # Turns and charges that outlived their requests finish before the pool closes.
         await drain_detached(timeout_s=30)
         await self.hub.stop()
+        await self.lock_pool.close()
         await self.pool.close()
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
@@ -168,10 +170,11 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
 async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
+    lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
     try:
         if migrate_first:
             await migrate(pool)
-        threads, runs = Threads(pool), Runs(pool)
+        threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
         ledger = PostgresLedger(pool)
@@ -201,6 +204,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         if settled:
             log.warning("charged %d model calls a crash had left uncharged", settled)
     except BaseException:
+        await lock_pool.close()
         await pool.close()
         if embedded is not None:
             embedded.stop()
@@ -232,6 +236,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         settings=settings,
         dsn=dsn,
         pool=pool,
+        lock_pool=lock_pool,
         hub=hub,
         people=people,
         threads=threads,

@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     # PostgreSQL. Unset: an embedded server is started under AVAGENC_HOME.
     database_url: str | None = None
     database_pool_max: int = Field(default=20, ge=2, le=200)
+    # Turns this process runs at once (each holds one extra connection for its thread lock).
+    turns_concurrent_max: int = Field(default=32, ge=1, le=500)
 
     # Local sign-in tokens are HMAC-signed with this. Unset: generated once and kept
     # in AVAGENC_HOME/session_secret, so tokens survive restarts.

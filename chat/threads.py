@@ -4,7 +4,10 @@ Appending a message takes the next `seq` from the thread row and records a `mess
 event in the same transaction. `turn()` serialises whole turns for one person across
 requests and server processes with a PostgreSQL advisory lock held on a dedicated
 connection; waiters queue in arrival order and different people never wait on each
-other.
+other. Lock connections come from their own small pool, never from the pool the turn's
+statements use: a turn holds its lock connection while it borrows others, so sharing one
+pool would deadlock as soon as every connection held a lock. The lock pool's size is
+also this process's cap on concurrent turns.
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ def _message(row: asyncpg.Record) -> Message:
 
 
 class Threads:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, lock_pool: asyncpg.Pool | None = None) -> None:
         self._pool = pool
+        self._lock_pool = lock_pool or pool
 
     async def append(
         self,
@@ -143,7 +147,12 @@ class Threads:
     @asynccontextmanager
     async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
         """Hold the person's thread for one whole turn."""
-        async with self._pool.acquire() as conn:
+        try:
+            async with asyncio.timeout(wait_s):
+                conn = await self._lock_pool.acquire()
+        except TimeoutError as exc:
+            raise ThreadBusy("The server is answering many people at once; try again shortly.") from exc
+        try:
             try:
                 async with asyncio.timeout(wait_s):
                     await conn.execute(_LOCK_SQL, person_id)
@@ -156,6 +165,8 @@ class Threads:
                 # the unlock lost anyway, returning the connection to the pool resets it,
                 # which releases every advisory lock it held.)
                 await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
+        finally:
+            await self._lock_pool.release(conn)
 
     async def is_idle(self, conn: Conn, person_id: str) -> bool:
         """True (and then held by `conn` until unlocked) when no turn holds the thread."""

@@ -1,0 +1,517 @@
+"""The server half of the turn-overhead benchmark: the real app, plus a baseline and a tracer.
+
+`bench.turn_overhead` starts this module as its own process, so the load generator never
+shares the server's interpreter lock or event loop. It serves the product exactly as
+`avagenc serve` does (`main.running`, uvicorn on a plain asyncio loop, INFO logging),
+with the scripted model answering instantly, and adds bench-only routes:
+
+- `POST /bench/baseline` does the same PostgreSQL work as one Ava -> Zee -> light turn
+  (the same statements in the same transactions, the same pool check-outs, the same
+  per-person advisory lock) against copies of the product's tables (charges: the real
+  ledger, see SCHEMA_SQL), written as plainly as the work allows. The gap between the
+  two is what the product's own code costs.
+  `POST /bench/baseline-one-connection` runs the same statements on one connection per
+  request, to price the product's habit of checking out a connection per statement.
+- `POST /bench/trace/start|stop` records every statement the pool's connections run and
+  how many transaction ids were handed out in between, so the driver can prove in every
+  run that the baseline still matches the turn instead of trusting a hand count.
+
+(No `from __future__ import annotations`: FastAPI reads the route annotations at runtime.)
+"""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import secrets
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import asyncpg
+import uvicorn
+from fastapi import FastAPI, Header
+from pydantic import BaseModel, ConfigDict, SecretStr
+from starlette.exceptions import HTTPException
+
+from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
+from chat import LocalTokens
+from main import running
+from settings import Settings
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy  # generic only in the stubs
+
+DEVICE_ID = "sbx-light-bedroom"
+COMMANDS = [{"code": "switch_led", "value": True}]
+
+
+def answer(request: ModelRequest) -> ModelResponse:
+    """The scripted turn, decided from the request because many turns interleave:
+    Ava hands on to Zee, Zee switches the light and says "Done.", Ava stays silent."""
+    tool_result_back = bool(request.contents) and bool(request.contents[-1].results)
+    if "[ROLE: LEAD]" in request.system:
+        if tool_result_back:
+            return ModelResponse("")
+        return ModelResponse("", calls=(FunctionCall("call-zee", "zee", {"tag": "@zee"}),))
+    if tool_result_back:
+        return ModelResponse("Done.")
+    args = {"device_id": DEVICE_ID, "commands": COMMANDS}
+    return ModelResponse("", calls=(FunctionCall("call-light", "send_commands", args),))
+
+
+class InstantScript(ScriptedModel):
+    """`ScriptedModel` with one callable reply that never runs out. It keeps no request
+    log: thousands of stored requests would only grow the heap the timings run on."""
+
+    async def generate(self, *, request: ModelRequest) -> ModelResponse:
+        self.replies.append(answer)
+        response = await super().generate(request=request)
+        self.requests.clear()
+        return response
+
+
+# --- the baseline ------------------------------------------------------------------------
+
+# Copies of the tables a turn writes, with the product's indexes, checks, foreign keys and
+# NOTIFY trigger, so each baseline row costs PostgreSQL what the turn's row costs. Charges
+# go to the real ledger instead (under refs of their own): its triggers are most of what
+# a charge costs, and they only act on the ledger's own tables.
+SCHEMA_SQL = """
+CREATE TABLE bench_threads (LIKE threads INCLUDING ALL);
+CREATE TABLE bench_messages (LIKE messages INCLUDING ALL);
+CREATE TABLE bench_runs (LIKE runs INCLUDING ALL);
+CREATE TABLE bench_run_events (LIKE run_events INCLUDING ALL);
+CREATE TABLE bench_events (LIKE events INCLUDING ALL);
+CREATE TABLE bench_devices (LIKE sandbox_devices INCLUDING ALL);
+CREATE TABLE bench_run_calls (LIKE run_calls INCLUDING ALL);
+ALTER TABLE bench_threads ADD FOREIGN KEY (person_id) REFERENCES people (id) ON DELETE CASCADE;
+ALTER TABLE bench_messages ADD FOREIGN KEY (person_id) REFERENCES people (id) ON DELETE CASCADE;
+ALTER TABLE bench_messages ADD FOREIGN KEY (run_id) REFERENCES bench_runs (id) ON DELETE CASCADE;
+ALTER TABLE bench_runs ADD FOREIGN KEY (person_id) REFERENCES people (id) ON DELETE CASCADE;
+ALTER TABLE bench_runs ADD FOREIGN KEY (parent_run_id) REFERENCES bench_runs (id) ON DELETE CASCADE;
+ALTER TABLE bench_runs ADD FOREIGN KEY (trigger_message_id) REFERENCES bench_messages (id)
+    ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE bench_runs ADD FOREIGN KEY (origin_message_id) REFERENCES bench_messages (id)
+    ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE bench_run_events ADD FOREIGN KEY (run_id) REFERENCES bench_runs (id) ON DELETE CASCADE;
+ALTER TABLE bench_events ADD FOREIGN KEY (person_id) REFERENCES people (id) ON DELETE CASCADE;
+ALTER TABLE bench_run_calls ADD FOREIGN KEY (run_id) REFERENCES bench_runs (id) ON DELETE CASCADE;
+ALTER TABLE bench_run_calls ADD FOREIGN KEY (person_id) REFERENCES people (id) ON DELETE CASCADE;
+CREATE TRIGGER bench_events_notify AFTER INSERT ON bench_events FOR EACH ROW EXECUTE FUNCTION events_notify();
+"""
+
+_MESSAGE_COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
+_RUN_COLUMNS = """id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel, status,
+error_code, error_detail, model, model_calls, tool_calls, usage, cost_micros, started_at, finished_at"""
+_PERSON_SQL = "SELECT id, name, time_zone, created_at FROM people WHERE id = $1"
+# The turn's own lock key: a baseline request and a turn for one person exclude each other.
+_LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('thread:' || $1, 0))"
+_UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('thread:' || $1, 0))"
+_NEXT_SEQ_SQL = "UPDATE bench_threads SET last_seq = last_seq + 1 WHERE person_id = $1 RETURNING last_seq"
+_APPEND_SQL = f"""
+INSERT INTO bench_messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
+VALUES ($1, $2, $3, $4, $5, 'text', $6, $7, $8) RETURNING {_MESSAGE_COLUMNS}
+"""
+_EVENT_SQL = "INSERT INTO bench_events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
+_START_SQL = f"""
+INSERT INTO bench_runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'text') RETURNING {_RUN_COLUMNS}
+"""
+_PAGE_SQL = f"""
+SELECT {_MESSAGE_COLUMNS} FROM bench_messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
+"""
+_CALL_SQL = """
+UPDATE bench_runs SET model_calls = model_calls + 1, model = $2,
+    usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
+                      FROM jsonb_each_text($3::jsonb) AS u(k, v))
+WHERE id = $1
+"""
+_CALL_ROW_SQL = """
+INSERT INTO bench_run_calls (run_id, idx, person_id, model, usage)
+SELECT id, $2, person_id, $3, $4::jsonb FROM bench_runs WHERE id = $1
+RETURNING at
+"""
+_PRICE_SQL = """
+SELECT id, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from FROM prices
+WHERE model IN ($1, '*') AND valid_from <= $2
+ORDER BY model = $1 DESC, valid_from DESC
+LIMIT 1
+"""
+# The ledger's one-statement write, as PostgresLedger.transact sends it.
+_TRANSACT_SQL = """
+WITH header AS (
+    INSERT INTO transactions (type, ref, metadata, created_at)
+    VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))
+    ON CONFLICT (ref) DO NOTHING
+    RETURNING id, metadata, created_at
+), opened AS (
+    INSERT INTO accounts (id, kind)
+    SELECT DISTINCT account_id, 'user' FROM unnest($5::text[]) AS account_id
+    WHERE account_id LIKE 'user:%'
+      AND EXISTS (SELECT FROM header)
+      AND NOT EXISTS (SELECT FROM accounts AS a WHERE a.id = account_id)
+    ORDER BY account_id
+    ON CONFLICT (id) DO NOTHING
+), posted AS (
+    INSERT INTO entries (transaction_id, account_id, amount_micros, created_at)
+    SELECT header.id, p.account_id, p.amount_micros, header.created_at
+    FROM header CROSS JOIN unnest($5::text[], $6::bigint[]) AS p (account_id, amount_micros)
+)
+SELECT id, metadata, created_at FROM header
+"""
+_COST_SQL = """
+WITH call AS (
+    UPDATE bench_run_calls SET cost_micros = $3 WHERE run_id = $1 AND idx = $2 AND cost_micros IS NULL
+    RETURNING run_id
+)
+UPDATE bench_runs SET cost_micros = cost_micros + $3 WHERE id IN (SELECT run_id FROM call)
+"""
+_BALANCE_SQL = "SELECT coalesce(sum(balance_micros), 0)::bigint FROM account_balances WHERE account_id = $1"
+_TOOL_SQL = """
+WITH bump AS (UPDATE bench_runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
+INSERT INTO bench_run_events (run_id, idx, name, args, result)
+SELECT $1, tool_calls, $2, $3::jsonb, $4::jsonb FROM bump
+"""
+_FINISH_SQL = f"""
+UPDATE bench_runs SET status = 'succeeded', finished_at = clock_timestamp()
+WHERE id = $1 AND status = 'running' RETURNING person_id, {_RUN_COLUMNS}
+"""
+_SEED_DEVICES_SQL = """
+INSERT INTO bench_devices (person_id, device_id, name, category, status)
+SELECT $1, d.device_id, d.name, d.category, d.status
+FROM jsonb_to_recordset($2::jsonb) AS d(device_id TEXT, name TEXT, category TEXT, status JSONB)
+ON CONFLICT DO NOTHING
+"""
+_DEVICE_SQL = "SELECT category, status FROM bench_devices WHERE person_id = $1 AND device_id = $2"
+_SWITCH_SQL = """
+UPDATE bench_devices SET status = status || $3::jsonb, updated_at = now() WHERE person_id = $1 AND device_id = $2
+"""
+_OF_ORIGIN_SQL = f"""
+SELECT {_RUN_COLUMNS} FROM bench_runs WHERE person_id = $1 AND origin_message_id = $2 ORDER BY started_at
+"""
+_OF_TURN_SQL = f"""
+SELECT {_MESSAGE_COLUMNS} FROM bench_messages
+WHERE person_id = $1 AND (id = $2 OR run_id = ANY($3::text[])) ORDER BY seq
+"""
+_DEVICES = [
+    {"device_id": DEVICE_ID, "name": "Bedroom light", "category": "dj",
+     "status": {"switch_led": False, "bright_value": 800, "temp_value": 500}},
+    {"device_id": "sbx-light-living", "name": "Living room light", "category": "dj",
+     "status": {"switch_led": False, "bright_value": 1000, "temp_value": 300}},
+    {"device_id": "sbx-ac-bedroom", "name": "Bedroom AC", "category": "kt",
+     "status": {"switch": False, "temp_set": 24, "mode": "cold"}},
+    {"device_id": "sbx-curtain-living", "name": "Living room curtain", "category": "cl",
+     "status": {"percent_control": 100, "control": "stop"}},
+]  # fmt: skip
+_USAGE = {"prompt_tokens": 100, "cached_tokens": 0, "tool_use_prompt_tokens": 0, "output_tokens": 10,
+          "thinking_tokens": 0, "total_tokens": 110}  # fmt: skip
+_MODEL = "scripted"
+
+
+def _jsonable(row: asyncpg.Record) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+
+
+class BaselineBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str
+
+
+class Baseline:
+    """One turn's PostgreSQL work and nothing else: no routing, prompts, tool loop or models.
+
+    By default every step is one pool check-out, as in the product, mirroring one product
+    call (named in its comment); the driver's trace checks the match on every run. With
+    `one_connection` the same statements run on the connection that holds the lock, the
+    way the product could run them, to show what the check-outs themselves cost.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, tokens: LocalTokens) -> None:
+        self._pool = pool
+        self._tokens = tokens
+
+    async def post(self, authorization: str | None, text: str, *, one_connection: bool) -> dict[str, Any]:
+        person_id = await self._tokens.verify((authorization or "").removeprefix("Bearer ").strip())
+        if not one_connection:
+            return await _Work(self._pool, held=None).turn(person_id, text)
+        async with self._pool.acquire() as conn:
+            return await _Work(self._pool, held=conn).turn(person_id, text)
+
+
+class _Work:
+    """The statements of one baseline request, on pooled connections or on one held one."""
+
+    def __init__(self, pool: asyncpg.Pool, *, held: "PoolConnectionProxy[asyncpg.Record] | None") -> None:
+        self._pool = pool
+        self._held = held
+
+    @contextlib.asynccontextmanager
+    async def _conn(self) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
+        if self._held is not None:
+            yield self._held
+            return
+        async with self._pool.acquire() as conn:
+            yield conn
+
+    async def _fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        async with self._conn() as conn:
+            return await conn.fetch(query, *args)
+
+    async def _fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        async with self._conn() as conn:
+            return await conn.fetchrow(query, *args)
+
+    async def _execute(self, query: str, *args: object) -> None:
+        async with self._conn() as conn:
+            await conn.execute(query, *args)
+
+    async def turn(self, person_id: str, text: str) -> dict[str, Any]:
+        if not await self._fetch(_PERSON_SQL, person_id):  # People.get
+            raise HTTPException(401)
+        await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.guard
+        async with self._conn() as lock:  # Threads.turn
+            await lock.execute(_LOCK_SQL, person_id)
+            try:
+                origin = await self._writes(person_id, text)
+            finally:
+                await asyncio.shield(lock.execute(_UNLOCK_SQL, person_id))
+        runs = await self._fetch(_OF_ORIGIN_SQL, person_id, origin)  # Runs.of_origin
+        messages = await self._fetch(_OF_TURN_SQL, person_id, origin, [r["id"] for r in runs])  # Threads.of_turn
+        return {"messages": [_jsonable(m) for m in messages], "runs": [_jsonable(r) for r in runs]}
+
+    async def _writes(self, person_id: str, text: str) -> str:
+        origin = await self._append(person_id, "human", text, None)
+        ava = await self._start(person_id, "ava", "human", None, origin, origin)
+        await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history
+        await self._charge(person_id, ava, 1, "ava", "human")
+        await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.has_balance before handing on
+        handoff = await self._append(person_id, "ava", "@zee", ava)
+        zee = await self._start(person_id, "zee", "ava", ava, handoff, origin)
+        await self._fetch(_PAGE_SQL, person_id, 2**62, 200)
+        await self._charge(person_id, zee, 1, "zee", "ava")
+        # SandboxHome.send_commands: seed (a no-op once seeded), read, write.
+        await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
+        await self._fetchrow(_DEVICE_SQL, person_id, DEVICE_ID)
+        await self._execute(_SWITCH_SQL, person_id, DEVICE_ID, {"switch_led": True})
+        command_args = {"device_id": DEVICE_ID, "commands": COMMANDS}
+        await self._execute(_TOOL_SQL, zee, "send_commands", command_args, {"ok": True})  # Runs.record_tool
+        await self._charge(person_id, zee, 2, "zee", "ava")
+        await self._append(person_id, "zee", "Done.", zee)
+        await self._finish(zee)
+        await self._execute(_TOOL_SQL, ava, "zee", {"tag": "@zee"}, {"response": "Done."})
+        await self._charge(person_id, ava, 2, "ava", "human")
+        await self._finish(ava)
+        return origin
+
+    async def _charge(  # Wallet.charge_call
+        self, person_id: str, run_id: str, index: int, agent: str, trigger: str
+    ) -> None:
+        async with self._conn() as conn, conn.transaction():  # Runs.record_call
+            at = await conn.fetchval(_CALL_ROW_SQL, run_id, index, _MODEL, _USAGE)
+            await conn.execute(_CALL_SQL, run_id, _MODEL, _USAGE)
+        price = await self._fetchrow(_PRICE_SQL, _MODEL, at)  # Prices.price_for
+        assert price is not None
+        # Per-million-token prices in rupiah are micro-rupiah per token.
+        cost = (
+            _USAGE["prompt_tokens"] * price["input_per_mtok_idr"]
+            + _USAGE["output_tokens"] * price["output_per_mtok_idr"]
+        )
+        account = f"user:{person_id}:IDR"
+        receipt = {
+            "agent": agent, "run_id": run_id, "trigger": trigger, "model": _MODEL, "call_index": index,
+            "tokens": _USAGE, "price": dict(price), "cost_micros": cost,
+        }  # fmt: skip
+        await self._fetchrow(  # PostgresLedger.transact
+            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at, [account, "revenue:IDR"],
+            [-cost, cost],
+        )  # fmt: skip
+        await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost
+        balance = await self._fetchrow(_BALANCE_SQL, account)  # Wallet.announce
+        assert balance is not None
+        shown = f"Rp{balance[0] // 1_000_000:,}".replace(",", ".")
+        await self._execute(_EVENT_SQL, person_id, "wallet.changed", {"balance_micros": balance[0], "balance": shown})
+
+    async def _append(self, person_id: str, author: str, text: str, run_id: str | None) -> str:  # Threads.append
+        async with self._conn() as conn, conn.transaction():
+            seq = await conn.fetchval(_NEXT_SEQ_SQL, person_id)
+            message_id = f"msg_{secrets.token_hex(10)}"
+            row = await conn.fetchrow(_APPEND_SQL, message_id, person_id, seq, author, text, run_id, [], None)
+            assert row is not None
+            await conn.execute(_EVENT_SQL, person_id, "message", _jsonable(row))
+        return message_id
+
+    async def _start(  # Runs.start
+        self, person_id: str, agent: str, trigger: str, parent: str | None, trigger_id: str, origin_id: str
+    ) -> str:
+        async with self._conn() as conn, conn.transaction():
+            run_id = f"run_{secrets.token_hex(10)}"
+            row = await conn.fetchrow(_START_SQL, run_id, person_id, agent, trigger, parent, trigger_id, origin_id)
+            assert row is not None
+            await conn.execute(_EVENT_SQL, person_id, "run.started", _jsonable(row))
+        return run_id
+
+    async def _finish(self, run_id: str) -> None:  # Runs.finish
+        async with self._conn() as conn, conn.transaction():
+            row = await conn.fetchrow(_FINISH_SQL, run_id)
+            assert row is not None
+            await conn.execute(_EVENT_SQL, row["person_id"], "run.finished", _jsonable(row))
+
+
+# --- the statement trace -----------------------------------------------------------------
+
+_XMAX_SQL = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+
+
+def classify(query: str) -> str:
+    """What one logged statement is, for counting."""
+    words = " ".join(query.split()).upper()
+    if "TYPEINFO_TREE" in words or "SET_CONFIG('JIT'" in words:
+        return "introspection"  # asyncpg learning a type, once per connection: not the request's work
+    if words.startswith(("BEGIN", "START TRANSACTION")):
+        return "begin"
+    if words.startswith(("COMMIT", "ROLLBACK")):
+        return "end"
+    if "PG_ADVISORY_UNLOCK_ALL()" in words:
+        return "check-in"  # asyncpg resets a connection this way when it goes back to the pool
+    if "PG_ADVISORY_LOCK(" in words or "PG_ADVISORY_UNLOCK(" in words:
+        return "lock"
+    is_write = words.startswith(("INSERT", "UPDATE", "DELETE")) or (
+        words.startswith("WITH") and any(f" {verb} " in words for verb in ("INSERT", "UPDATE", "DELETE"))
+    )
+    return "write" if is_write else "read"
+
+
+def summarize(queries: list[str], xids: int) -> dict[str, int]:
+    """Counts that must be equal for the turn and the baseline to do the same work."""
+    counts: Counter[str] = Counter()
+    in_transaction = False
+    for query in queries:
+        kind = classify(query)
+        counts[kind] += 1
+        if kind == "begin":
+            in_transaction = True
+        elif kind == "end":
+            in_transaction = False
+        elif kind in ("read", "write"):
+            counts["in transactions" if in_transaction else "autocommit"] += 1
+    return {
+        "pool check-outs": counts["check-in"],
+        "transactions (BEGIN..COMMIT)": counts["begin"],
+        "statements in them": counts["in transactions"],
+        "autocommit statements": counts["autocommit"],
+        "writes": counts["write"],
+        "reads": counts["read"],
+        "lock + unlock": counts["lock"],
+        "write transactions (xids)": xids,
+        "round trips": len(queries) - counts["introspection"],
+    }
+
+
+class Tracer:
+    """Logs every statement of every pooled connection between `start` and `stop`.
+
+    Only for a quiet server: it checks out the whole pool to reach each connection.
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._queries: list[str] = []
+        self._xmax = 0
+
+    def _logged(self, record: asyncpg.connection.LoggedQuery) -> None:
+        self._queries.append(record.query)
+
+    async def _each_connection(self, attach: bool) -> int:
+        conns = [await self._pool.acquire() for _ in range(self._pool.get_max_size())]
+        try:
+            xmax = int(await conns[0].fetchval(_XMAX_SQL))
+            for conn in conns:
+                (conn.add_query_logger if attach else conn.remove_query_logger)(self._logged)
+        finally:
+            for conn in conns:
+                await self._pool.release(conn)
+        await asyncio.sleep(0)  # loggers run from call_soon; let the check-ins above land
+        return xmax
+
+    async def start(self) -> None:
+        self._xmax = await self._each_connection(attach=True)
+        self._queries.clear()
+
+    async def stop(self) -> dict[str, Any]:
+        queries = list(self._queries)
+        xids = await self._each_connection(attach=False) - self._xmax
+        return {
+            "summary": summarize(queries, xids),
+            # Reported apart: it depends on which connection served the request, not on the request.
+            "type look-ups": sum(classify(q) == "introspection" for q in queries),
+            "statements": [" ".join(q.split()) for q in queries],
+        }
+
+
+# --- serving -----------------------------------------------------------------------------
+
+
+def add_bench_routes(app: FastAPI, baseline: Baseline, tracer: Tracer) -> None:
+    async def post_baseline(
+        body: BaselineBody, authorization: Annotated[str | None, Header()] = None
+    ) -> dict[str, Any]:
+        return await baseline.post(authorization, body.text, one_connection=False)
+
+    async def post_baseline_one_connection(
+        body: BaselineBody, authorization: Annotated[str | None, Header()] = None
+    ) -> dict[str, Any]:
+        return await baseline.post(authorization, body.text, one_connection=True)
+
+    async def trace_start() -> dict[str, str]:
+        await tracer.start()
+        return {"status": "tracing"}
+
+    async def trace_stop() -> dict[str, Any]:
+        return await tracer.stop()
+
+    app.add_api_route("/bench/baseline", post_baseline, methods=["POST"])
+    app.add_api_route("/bench/baseline-one-connection", post_baseline_one_connection, methods=["POST"])
+    app.add_api_route("/bench/trace/start", trace_start, methods=["POST"])
+    app.add_api_route("/bench/trace/stop", trace_stop, methods=["POST"])
+
+
+async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=database_url,
+        avagenc_home=state_dir,
+        session_secret=SecretStr("bench-secret-" + "x" * 40),
+        gemini_api_key=None,
+        database_pool_max=pool_max,
+        # Every person gets the most the setting allows, so no guard ever stops a turn.
+        signup_grant_micros=10**15,
+    )
+    async with running(settings, model=InstantScript()) as (services, app):
+        async with services.pool.acquire() as conn:
+            await conn.execute(SCHEMA_SQL)
+        add_bench_routes(app, Baseline(services.pool, services.local_tokens), Tracer(services.pool))
+        # The driver made and bound the listening socket, so it knew the port before we ran.
+        listener = socket.socket(fileno=fd)
+        # As `avagenc serve`: access log on, lifespan off, the loop asyncio.run gave us.
+        config = uvicorn.Config(app, log_level="info", lifespan="off")
+        await uvicorn.Server(config).serve(sockets=[listener])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The server side of bench.turn_overhead (started by it).")
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--pool-max", type=int, required=True)
+    parser.add_argument("--fd", type=int, required=True, help="an inherited listening socket")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(database_url=args.database_url, state_dir=args.state_dir, pool_max=args.pool_max, fd=args.fd))
+
+
+if __name__ == "__main__":
+    main()
