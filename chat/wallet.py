@@ -11,7 +11,7 @@ charged for every call that completed, and a retried request never charges twice
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -27,7 +27,10 @@ from ledger import (
     Prices,
     TokenUsage,
     Transaction,
+    VoicePriceBook,
+    VoiceUsage,
     charge_model_call,
+    charge_voice_usage,
     format_rupiah,
     grant_signup,
     guard,
@@ -54,6 +57,7 @@ class Wallet:
     ) -> None:
         self._ledger = ledger
         self._prices = prices
+        self._voice_prices = VoicePriceBook(pool)
         self._runs = runs
         self._pool = pool
         self._signup_grant_micros = signup_grant_micros
@@ -119,6 +123,28 @@ class Wallet:
         if transaction is not None and not transaction.replayed:
             await self.announce(person_id)
         return cost
+
+    async def charge_voice(
+        self, *, person_id: str, call_id: str, slice_index: int, channel: str, usage: VoiceUsage
+    ) -> int:
+        """Charge one slice of a call's speech (seconds heard, characters spoken)."""
+        transaction = await run_detached(
+            charge_voice_usage(
+                self._ledger,
+                self._voice_prices,
+                person_id=person_id,
+                call_id=call_id,
+                slice_index=slice_index,
+                channel=channel,
+                usage=usage,
+                at=datetime.now(UTC),
+            )
+        )
+        if transaction is None:
+            return 0
+        if not transaction.replayed:
+            await self.announce(person_id)
+        return -sum(p.amount_micros for p in transaction.postings if p.amount_micros < 0)
 
     async def settle_uncharged(self) -> int:
         """Charge calls recorded but never charged (a crash between the two). Idempotent."""

@@ -24,6 +24,7 @@ from ledger.money import AMOUNT_MICROS_MAX, MICROS_PER_RUPIAH, format_rupiah
 from ledger.postings import Posting, Transaction, TransactionSpec, TransactionType
 from ledger.prices import Price, PriceBook, Prices, TokenUsage, cost_micros
 from ledger.usage import DayUsage
+from ledger.voice_usage import VoicePrice, VoicePriceBook, VoiceUsage, charge_voice_usage, voice_cost_micros
 
 __all__ = [
     "AMOUNT_MICROS_MAX",
@@ -54,11 +55,16 @@ __all__ = [
     "TransactionType",
     "Unbalanced",
     "VerifyReport",
+    "VoicePrice",
+    "VoicePriceBook",
+    "VoiceUsage",
     "charge_model_call",
+    "charge_voice_usage",
     "cost_micros",
     "format_rupiah",
     "grant_signup",
     "guard",
     "top_up",
     "user_account",
+    "voice_cost_micros",
 ]
