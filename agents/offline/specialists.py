@@ -27,6 +27,11 @@ _OPEN = ("open", "buka", "bukain")
 _CLOSE = ("close", "shut", "tutup", "tutupin")
 
 
+def _in_sentence(name: str) -> str:
+    """A device name mid-sentence: lower case, but acronyms ("AC") stay as they are."""
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in name.split())
+
+
 def _pick(lang: Lang, en: str, id_: str) -> str:
     return id_ if lang == "id" else en
 
@@ -66,12 +71,12 @@ def _state(lang: Lang, device: dict[str, Any]) -> str:
     name = device["name"]
     if device["category"] == "cl":
         pct = status.get("percent_control", 0)
-        return _pick(lang, f"the {name.lower()} is {100 - pct}% open", f"{name} kebuka {100 - pct}%")
+        return _pick(lang, f"the {_in_sentence(name)} is {100 - pct}% open", f"{name} kebuka {100 - pct}%")
     on = bool(status.get("switch_led", status.get("switch")))
     extra = f" at {status['temp_set']}°C" if device["category"] == "kt" and on else ""
     return _pick(
         lang,
-        f"the {name.lower()} is {'on' if on else 'off'}{extra}",
+        f"the {_in_sentence(name)} is {'on' if on else 'off'}{extra}",
         f"{name} lagi {'nyala' if on else 'mati'}{extra}",
     )
 
@@ -102,7 +107,7 @@ def _zee(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         ), []
     commands = [(d, _command(s.request, d["category"])) for d in targets]
     if sent:
-        names = _join(d["name"].lower() if lang == "en" else d["name"] for d, c in commands if c)
+        names = _join(_in_sentence(d["name"]) if lang == "en" else d["name"] for d, c in commands if c)
         done_en = {"dj": "on", "kt": "on"}
         on = any(c and c[0]["value"] is True for _, c in commands)
         if all(d["category"] == "cl" for d, _ in commands):

@@ -73,7 +73,9 @@ async def test_wallet_verify_fails_on_a_broken_ledger(settings: Settings, pool: 
     async with pool.acquire() as conn:
         # Corrupt the derived balance behind the ledger's back (superuser only).
         await conn.execute("SET session_replication_role = replica")
-        await conn.execute("UPDATE account_balances SET balance_micros = balance_micros + 1 WHERE account_id LIKE 'user:%'")
+        await conn.execute(
+            "UPDATE account_balances SET balance_micros = balance_micros + 1 WHERE account_id LIKE 'user:%'"
+        )
         await conn.execute("SET session_replication_role = DEFAULT")
     verify = avagenc(settings, "wallet", "verify")
     assert verify.returncode == 1 and "BROKEN" in verify.stdout
