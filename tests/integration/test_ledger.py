@@ -97,13 +97,18 @@ def test_public_surface() -> None:
             "TransactionType",
             "Unbalanced",
             "VerifyReport",
+            "VoicePrice",
+            "VoicePriceBook",
+            "VoiceUsage",
             "charge_model_call",
+            "charge_voice_usage",
             "cost_micros",
             "format_rupiah",
             "grant_signup",
             "guard",
             "top_up",
             "user_account",
+            "voice_cost_micros",
         ]
     )
     for name in ledger.__all__:
