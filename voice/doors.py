@@ -102,6 +102,9 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
         except CallRefused as exc:
             await send_error(websocket, exc.code, str(exc), exc.close_code)
 
+    from voice.phone import add_phone_route  # here, not at the top: voice.phone uses VoiceDoors
+
+    add_phone_route(router, doors)
     return router
 
 

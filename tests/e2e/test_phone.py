@@ -1,0 +1,154 @@
+"""The phone door end to end: a real uvicorn on 127.0.0.1 and a WebSocket client speaking
+Twilio Media Streams — `connected`, `start` with the phone link's token as a custom
+parameter, espeak-ng speech as 8 kHz μ-law `media` events in real time — hearing Ava's
+reply as `media` events, with the sandbox home and the thread checked after."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from agents import SandboxHome
+from tests.conftest import App
+from tests.e2e.test_speaker import token_for
+from tests.fakes import twilio
+from tests.fakes.servers import serve_in_process
+from tests.fakes.speech import rms, silence, speech_pcm16
+
+
+@pytest.fixture
+async def base_url(app: App) -> AsyncIterator[str]:
+    async with serve_in_process(app.app) as url:
+        yield url.replace("http://", "ws://")
+
+
+@contextlib.asynccontextmanager
+async def phone_call(
+    url: str, parameters: dict[str, str] | None = None
+) -> AsyncIterator[tuple[ClientConnection, twilio.Caller, twilio.Heard]]:
+    async with connect(url, max_size=2**20) as ws:
+        await ws.send(twilio.connected())
+        await ws.send(twilio.start(parameters))
+        heard = twilio.Heard()
+        listener = asyncio.create_task(twilio.listen(ws, heard))
+        try:
+            yield ws, twilio.Caller(ws), heard
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                await listener
+
+
+async def say(caller: twilio.Caller, text: str) -> None:
+    pcm = silence(0.3) + await speech_pcm16(text) + silence(1.0)
+    await caller.send(await twilio.ulaw_8k(pcm))
+
+
+async def closed_with(ws: ClientConnection, timeout_s: float = 10) -> int | None:
+    with contextlib.suppress(ConnectionClosed, TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await ws.wait_closed()
+    return ws.close_code
+
+
+async def messages_in_database(app: App) -> int:
+    count: int = await app.services.pool.fetchval("SELECT count(*) FROM messages")
+    return count
+
+
+async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(app: App, base_url: str) -> None:
+    token = await token_for(app)
+    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (_, caller, heard):
+        await say(caller, "turn on the bedroom light")
+        await twilio.wait_for(heard, lambda h: len(h.ulaw) > 8_000, timeout_s=40)  # a second of reply audio
+        await asyncio.sleep(0.5)
+    assert {e["event"] for e in heard.events} <= {"media", "clear", "mark"}, "only what Twilio accepts"
+    assert all(e["streamSid"] == twilio.STREAM_SID for e in heard.events)
+    assert rms(await twilio.pcm_from_ulaw(heard.ulaw)) > 300, "the reply is audible speech, not silence"
+
+    me = await app.services.people.get(await app.services.local_tokens.verify(token))
+    assert me is not None
+    status = await SandboxHome(app.services.pool).device_status(person_id=me.id, device_id="sbx-light-bedroom")
+    assert status["switch_led"] is True
+    thread = await app.services.threads.page(me.id, before=None, after=None, limit=50)
+    assert [(m.author, m.channel) for m in thread] == [
+        ("human", "phone"),
+        ("ava", "phone"),
+        ("zee", "phone"),
+        ("ava", "phone"),
+    ]
+    assert "bedroom" in thread[0].text.lower()
+    spoken = thread[-1]
+    assert spoken.text and "#" not in spoken.text and spoken.emotions == ("relieved",)
+
+
+async def test_goodbye_plays_then_the_socket_closes_1000(app: App, base_url: str) -> None:
+    token = await token_for(app)
+    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (ws, caller, heard):
+        await say(caller, "okay, goodbye")
+        code = await closed_with(ws, timeout_s=40)
+    assert code == 1000
+    assert rms(await twilio.pcm_from_ulaw(heard.ulaw)) > 300, "the goodbye was played before the close"
+    me = await app.services.local_tokens.verify(token)
+    thread = await app.services.threads.page(me, before=None, after=None, limit=10)
+    assert [(m.author, m.channel) for m in thread][-1] == ("ava", "phone")
+    assert "#" not in thread[-1].text
+
+
+@pytest.mark.parametrize("where", ["parameter", "query", "missing"])
+async def test_a_bad_or_missing_token_closes_4401_and_writes_nothing(app: App, base_url: str, where: str) -> None:
+    await token_for(app)  # someone exists, so "nothing written" is a real check
+    url, parameters = f"{base_url}/v1/voice/phone", {}
+    if where == "parameter":
+        parameters = {"token": "forged"}
+    elif where == "query":
+        url += "?token=forged"
+    async with phone_call(url, parameters) as (ws, caller, _):
+        with contextlib.suppress(ConnectionClosed):
+            await caller.send(await twilio.ulaw_8k(await speech_pcm16("turn on the bedroom light")))
+        assert await closed_with(ws) == 4401
+    assert await messages_in_database(app) == 0
+    assert len(app.services.voice.registry) == 0
+
+
+async def test_the_token_may_come_on_the_url_and_stop_ends_the_call_cleanly(app: App, base_url: str) -> None:
+    token = await token_for(app)
+    async with phone_call(f"{base_url}/v1/voice/phone?token={token}") as (ws, caller, _):
+        await caller.send(await twilio.ulaw_8k(silence(0.5)))
+        async with asyncio.timeout(5):
+            while not len(app.services.voice.registry):  # the call is up
+                await asyncio.sleep(0.05)
+        await ws.send(twilio.stop())
+        assert await closed_with(ws) == 1000
+    async with asyncio.timeout(5):  # the slot is given back as the call unwinds
+        while len(app.services.voice.registry):
+            await asyncio.sleep(0.05)
+    assert await messages_in_database(app) == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "close"),
+    [
+        (json.dumps({"event": "media", "media": {"payload": ""}, "streamSid": twilio.STREAM_SID}), 1008),
+        ("{not json", 1008),
+        (b"\x00\x01" * 160, 1003),
+        (
+            twilio.start({"token": "x"}, media_format={"encoding": "audio/l16", "sampleRate": 16000, "channels": 1}),
+            1003,
+        ),
+        (json.dumps({"event": "start", "start": {"mediaFormat": {}}}), 1008),
+    ],
+)
+async def test_a_broken_stream_start_is_refused(app: App, base_url: str, first: str | bytes, close: int) -> None:
+    token = await token_for(app)
+    async with connect(f"{base_url}/v1/voice/phone?token={token}", max_size=2**20) as ws:
+        await ws.send(twilio.connected())
+        await ws.send(first)
+        assert await closed_with(ws) == close
+    assert await messages_in_database(app) == 0

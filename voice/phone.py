@@ -1,0 +1,300 @@
+"""The phone door: `WS /v1/voice/phone`, a call bridged as Twilio Media Streams (SPEC §9.4).
+
+Twilio opens the socket (TwiML `<Connect><Stream>`, the bidirectional form) and sends
+`connected`, then `start` (stream and call ids, the audio format, and our
+`<Parameter>`s as `customParameters`), then `media` events of base64 μ-law at 8 kHz
+every 20 ms, `dtmf` on a keypress, and `stop` when the call's stream ends. We read
+`connected` and `start` ourselves, then hand the socket to Pipecat's
+`TwilioFrameSerializer` and run the same pipeline as every other door, with the turns
+in the `phone` channel.
+
+The caller is identified by a per-person phone link: for now the person's session token
+as a `<Parameter name="token">` (or `?token=` on the URL, for bridges that can set one;
+Twilio's own `<Stream>` URL does not carry a query string). Twilio has no error channel,
+so a refusal is a close code plus a log line: 4401 bad or missing token, 4402 empty
+wallet, 4409 / 1013 no call slot, 1003 unsupported format, 1008 protocol violation,
+1009 frame too large. A refused call writes nothing to the thread.
+
+Rates: the pipeline hears at 16 kHz (what Silero VAD and Whisper take, so the serializer
+upsamples Twilio's 8 kHz once, on the way in) and speaks at 8 kHz, the wire's own rate:
+the TTS resamples straight to it, the serializer's output resampler passes audio through
+untouched, and nothing above 4 kHz is synthesised only to be thrown away on the line.
+
+Hanging up: `#end#` speaks the goodbye, then the worker ends; the output transport
+drains the audio (paced in real time, so Twilio's buffer stays shallow), adds a second
+of silence so the last word is not cut, and closes the socket with 1000. With
+`<Connect><Stream>` last in the TwiML, the socket closing ends the call. Twilio REST
+credentials, when given, also make Pipecat's serializer end the call over REST;
+without them (offline, and in tests) there is no REST hang-up at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, WebSocket
+from pipecat.frames.frames import Frame, OutputTransportMessageFrame, OutputTransportMessageUrgentFrame
+from pipecat.serializers.twilio import TwilioFrameSerializer
+from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
+from pipecat.workers.runner import WorkerRunner
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from chat import ChatError, Person, parse_zone
+from voice.agent import AvaVoiceAgent
+from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, running, voice_turn
+from voice.pipeline import build_call
+from voice.speaker import PIPELINE_RATE_IN, ProtocolError
+
+if TYPE_CHECKING:  # voice.doors wires this door in, so it is imported here for types only
+    from voice.doors import VoiceDoors
+
+log = logging.getLogger(__name__)
+
+PHONE_RATE = 8_000  # Twilio Media Streams: μ-law, 8 kHz, mono, both ways
+PHONE_ENCODING = "audio/x-mulaw"
+END_SILENCE_S = 1  # Pipecat multiplies bytes by it, so it must be a whole number of seconds
+_BEFORE_START_MAX = 4  # messages read looking for `start` (Twilio sends `connected` first)
+
+
+@dataclass(frozen=True, slots=True)
+class TwilioCredentials:
+    """Twilio REST credentials: with them, the serializer also hangs up over REST."""
+
+    account_sid: str
+    auth_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    stream_sid: str
+    call_sid: str | None
+    parameters: Mapping[str, str]
+
+
+def parse_stream_start(event: dict[str, Any]) -> StreamStart:
+    """Validate Twilio's `start` event; raise `ProtocolError` with the close code."""
+    start = event.get("start")
+    if not isinstance(start, dict):
+        raise ProtocolError("protocol_violation", "The start event has no `start` object.", 1008)
+    stream_sid = start.get("streamSid") or event.get("streamSid")
+    if not isinstance(stream_sid, str) or not stream_sid:
+        raise ProtocolError("protocol_violation", "The start event has no streamSid.", 1008)
+    media = start.get("mediaFormat")
+    wire = (media.get("encoding"), media.get("sampleRate"), media.get("channels")) if isinstance(media, dict) else None
+    if wire != (PHONE_ENCODING, PHONE_RATE, 1):
+        raise ProtocolError("unsupported_format", "Media must be audio/x-mulaw, 8000 Hz, 1 channel.", 1003)
+    call_sid = start.get("callSid")
+    custom = start.get("customParameters")
+    parameters = {k: v for k, v in custom.items() if isinstance(v, str)} if isinstance(custom, dict) else {}
+    return StreamStart(stream_sid, call_sid if isinstance(call_sid, str) else None, parameters)
+
+
+def _event(text: str | None, limits: CallLimits) -> dict[str, Any]:
+    """One Twilio message as a dict, or the `ProtocolError` its shape deserves."""
+    if text is None:
+        raise ProtocolError("unsupported_format", "Media Streams messages are text frames.", 1003)
+    if len(text) > limits.frame_bytes_max:
+        raise ProtocolError("frame_too_large", f"Messages hold at most {limits.frame_bytes_max} bytes.", 1009)
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProtocolError("bad_json", "Messages must be JSON.", 1008) from exc
+    if not isinstance(event, dict):
+        raise ProtocolError("protocol_violation", "Messages must be JSON objects.", 1008)
+    return event
+
+
+async def read_stream_start(websocket: WebSocket, limits: CallLimits) -> StreamStart | None:
+    """Read up to Twilio's `start` event; None if the peer left first."""
+    for _ in range(_BEFORE_START_MAX):
+        message = await websocket.receive()
+        if message["type"] != "websocket.receive":
+            return None
+        event = _event(message.get("text"), limits)
+        if event.get("event") == "connected":
+            continue
+        if event.get("event") == "start":
+            return parse_stream_start(event)
+        raise ProtocolError("protocol_violation", "The stream must begin with `connected` and `start`.", 1008)
+    raise ProtocolError("protocol_violation", "No start event among the first messages.", 1008)
+
+
+async def close(websocket: WebSocket, close_code: int, reason: str) -> None:
+    """Close once; a peer that is already gone is not an error."""
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        if websocket.application_state == WebSocketState.CONNECTED:
+            await websocket.close(code=close_code, reason=reason)
+
+
+class PhoneSerializer(TwilioFrameSerializer):
+    """Pipecat's Twilio serializer without our transcript events: Twilio takes only
+    `media`, `mark` and `clear` from us, and a phone has no screen for captions."""
+
+    async def serialize(self, frame: Frame) -> str | bytes | None:
+        if isinstance(frame, OutputTransportMessageFrame | OutputTransportMessageUrgentFrame):
+            return None
+        result: str | bytes | None = await super().serialize(frame)
+        return result
+
+
+def phone_serializer(stream: StreamStart, twilio: TwilioCredentials | None) -> PhoneSerializer:
+    # Pipecat's serializer hangs up over REST by default and refuses to start without
+    # credentials, so auto hang-up is on only when credentials are configured.
+    return PhoneSerializer(
+        stream_sid=stream.stream_sid,
+        call_sid=stream.call_sid,
+        account_sid=twilio.account_sid if twilio else None,
+        auth_token=twilio.auth_token if twilio else None,
+        params=TwilioFrameSerializer.InputParams(
+            twilio_sample_rate=PHONE_RATE, auto_hang_up=twilio is not None and stream.call_sid is not None
+        ),
+    )
+
+
+class PhoneSocket:
+    """The WebSocket as Pipecat's transport sees it once the call runs: Twilio's `stop`
+    ends the call (it looks like the peer leaving), and a frame that breaks the protocol
+    closes the socket with its code. Everything else passes through to the serializer."""
+
+    def __init__(self, websocket: WebSocket, limits: CallLimits, call: Call) -> None:
+        self._websocket = websocket
+        self._limits = limits
+        self._call = call
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._websocket, name)
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        # Pipecat closes on teardown even after we closed with a protocol code.
+        await close(self._websocket, code, reason or "")
+
+    async def receive(self) -> dict[str, Any]:
+        message = cast(dict[str, Any], await self._websocket.receive())
+        if message["type"] != "websocket.receive":
+            return message
+        try:
+            event = _event(message.get("text"), self._limits)
+            if event.get("event") in ("connected", "start"):
+                raise ProtocolError("protocol_violation", "The stream has already started.", 1008)
+        except ProtocolError as exc:
+            self._call.end_reason = self._call.end_reason or exc.code
+            log.warning("phone call closed: %s", exc.code, extra={"call": self._call.id})
+            await close(self._websocket, exc.close_code, exc.code)
+            return {"type": "websocket.disconnect", "code": exc.close_code}
+        if event.get("event") == "stop":
+            self._call.end_reason = self._call.end_reason or "caller_hangup"
+            return {"type": "websocket.disconnect", "code": 1000}
+        return message
+
+
+def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCredentials | None = None) -> None:
+    """Mount `WS /phone` on the voice router."""
+
+    @router.websocket("/phone")
+    async def phone(websocket: WebSocket) -> None:
+        await websocket.accept()
+        try:
+            admitted = await _admit(doors, websocket)
+        except ProtocolError as exc:
+            log.warning("phone call refused: %s", exc.code)
+            await close(websocket, exc.close_code, exc.code)
+            return
+        if admitted is None:
+            return  # Twilio hung up before the stream started
+        stream, person = admitted
+        zone = _zone(stream, person)
+        try:
+            with doors.registry.claim(person, "phone") as call:
+                log.info("phone call started", extra={"call": call.id, "person": person.id, "sid": stream.call_sid})
+                await _run_phone_call(doors, websocket, call, stream, zone, twilio)
+        except CallRefused as exc:
+            log.warning("phone call refused: %s", exc.code, extra={"person": person.id})
+            await close(websocket, exc.close_code, exc.code)
+
+
+async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, Person] | None:
+    """The stream's start and its caller (None: the peer left first), or a
+    `ProtocolError` with the close code."""
+    try:
+        async with asyncio.timeout(doors.limits.start_timeout_s):
+            stream = await read_stream_start(websocket, doors.limits)
+    except TimeoutError as exc:
+        raise ProtocolError("protocol_violation", "No start event arrived in time.", 1008) from exc
+    if stream is None:
+        return None
+    person = await doors.person_for(stream.parameters.get("token") or websocket.query_params.get("token"))
+    if person is None:
+        raise ProtocolError("unauthorized", "The phone link carries no valid token.", 4401)
+    if doors.guard is not None:
+        try:
+            await doors.guard(person)
+        except ChatError as exc:
+            raise ProtocolError(exc.type, str(exc), doors.guard_close_codes.get(exc.type, 1008)) from exc
+    return stream, person
+
+
+def _zone(stream: StreamStart, person: Person) -> ZoneInfo:
+    """The zone a `<Parameter name="time_zone">` names, else the person's own."""
+    named = stream.parameters.get("time_zone")
+    if named:
+        try:
+            return parse_zone(named)
+        except ChatError:
+            log.info("phone call names an unknown time zone; using the person's")
+    return parse_zone(person.time_zone)
+
+
+async def _run_phone_call(
+    doors: VoiceDoors,
+    websocket: WebSocket,
+    call: Call,
+    stream: StreamStart,
+    zone: ZoneInfo,
+    twilio: TwilioCredentials | None,
+) -> None:
+    def agent_ended() -> None:
+        if call.end_reason is None:
+            call.end_reason = "agent_ended"
+
+    agent = AvaVoiceAgent(voice_turn(doors.turns, call.person, zone=zone, channel="phone"), on_end_call=agent_ended)
+    clock = CallClock(call, doors.limits, speak=agent.speak)
+    transport = FastAPIWebsocketTransport(
+        websocket=cast(WebSocket, PhoneSocket(websocket, doors.limits, call)),
+        params=FastAPIWebsocketParams(
+            audio_in_enabled=True,
+            audio_out_enabled=True,
+            audio_in_sample_rate=PIPELINE_RATE_IN,
+            audio_out_sample_rate=PHONE_RATE,
+            audio_out_end_silence_secs=END_SILENCE_S,
+            serializer=phone_serializer(stream, twilio),
+            allowed_origins=[],  # Twilio sends no Origin header
+        ),
+    )
+    built = build_call(
+        transport=transport,
+        engines=doors.engines,
+        agent=agent,
+        sample_rate_in=PIPELINE_RATE_IN,
+        sample_rate_out=PHONE_RATE,
+        timing=doors.timing,
+        before_output=[ActivityTap(clock)],
+    )
+
+    async def gone(_transport: Any, _client: Any) -> None:
+        call.end_reason = call.end_reason or "caller_gone"
+        await built.worker.cancel()
+
+    transport.add_event_handler("on_client_disconnected", gone)
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(built.worker)
+    async with running(clock.run()):
+        await runner.run()
+    await close(websocket, 1000, "")
+    log.info("phone call ended", extra={"call": call.id, "person": call.person.id, "reason": call.end_reason})
