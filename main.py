@@ -57,7 +57,15 @@ from chat import (
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, format_rupiah
 from settings import Settings
-from voice import CallLimits, Engines, TurnTiming, VoiceDoors, build_voice_router
+from voice import (
+    CallLimits,
+    Engines,
+    TurnTiming,
+    VoiceDoors,
+    build_voice_router,
+    build_webrtc_router,
+    end_webrtc_calls,
+)
 
 log = logging.getLogger("avagenc")
 
@@ -132,7 +140,10 @@ class Services:
     adapters: dict[str, str] = field(default_factory=dict)
 
     async def close(self) -> None:
-        # Turns and charges that outlived their requests finish before the pool closes.
+        # Live browser calls are ended first (a running pipeline does not stop on its own
+        # when the loop cancels everything); then turns and charges that outlived their
+        # requests finish before the pool closes.
+        await end_webrtc_calls()
         await drain_detached(timeout_s=30)
         await self.hub.stop()
         await self.lock_pool.close()
@@ -225,6 +236,9 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         turns=turns,
         engines=engines,
         guard=lambda person: wallet.guard(person.id),
+        bill=lambda call, slice_index, usage: wallet.charge_voice(
+            person_id=call.person.id, call_id=call.id, slice_index=slice_index, channel=call.channel, usage=usage
+        ),
         limits=CallLimits(
             duration_max_s=settings.call_duration_max_s,
             idle_s=settings.call_idle_s,
@@ -274,6 +288,7 @@ def build_app(services: Services) -> FastAPI:
     admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
     app.include_router(build_voice_router(services.voice))
+    app.include_router(build_webrtc_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)

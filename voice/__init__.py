@@ -8,5 +8,15 @@ main.py imports the names listed here; engines are imported by main.py from
 from voice.calls import CallLimits, CallRegistry
 from voice.doors import VoiceDoors, build_voice_router
 from voice.pipeline import Engines, TurnTiming
+from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
-__all__ = ["CallLimits", "CallRegistry", "Engines", "TurnTiming", "VoiceDoors", "build_voice_router"]
+__all__ = [
+    "CallLimits",
+    "CallRegistry",
+    "Engines",
+    "TurnTiming",
+    "VoiceDoors",
+    "build_voice_router",
+    "build_webrtc_router",
+    "end_webrtc_calls",
+]

@@ -13,20 +13,24 @@ from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, WebSocket
+from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from pipecat.workers.runner import WorkerRunner
 
 from chat import ChatError, People, Person, TokenVerifier, Turns, parse_zone
-from ledger import LedgerError
+from ledger import LedgerError, VoiceUsage
 from voice.agent import AvaVoiceAgent
 from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, CallRegistry, running, voice_turn
 from voice.pipeline import Engines, TurnTiming, build_call
 from voice.speaker import GuardedSocket, ProtocolError, SpeakerSerializer, parse_start, send_error
+from voice.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 
 # Checked before a call starts: raises a ChatError-like refusal (e.g. an empty wallet).
 Guard = Callable[[Person], Awaitable[None]]
+# Charges one slice of a call's speech: (call, slice number, usage).
+VoiceBill = Callable[[Call, int, VoiceUsage], Awaitable[object]]
 
 
 @dataclass
@@ -38,12 +42,24 @@ class VoiceDoors:
     limits: CallLimits = field(default_factory=CallLimits)
     timing: TurnTiming = field(default_factory=TurnTiming)
     guard: Guard | None = None
+    bill: VoiceBill | None = None
     # Refusal types from the guard that map to a close code other than 1008.
     guard_close_codes: dict[str, int] = field(default_factory=lambda: {"insufficient_balance": 4402})
     registry: CallRegistry = field(init=False)
 
     def __post_init__(self) -> None:
         self.registry = CallRegistry(self.limits)
+
+    def meters(self, call: Call) -> list[FrameProcessor]:
+        """The processors that bill a call's speech (none when billing is off)."""
+        if self.bill is None:
+            return []
+        bill = self.bill
+
+        async def charge(slice_index: int, usage: VoiceUsage) -> None:
+            await bill(call, slice_index, usage)
+
+        return [UsageMeter(charge)]
 
     async def person_for(self, token: str | None) -> Person | None:
         if not token:
@@ -142,7 +158,7 @@ async def _run_speaker_call(doors: VoiceDoors, websocket: WebSocket, call: Call,
         sample_rate_in=16_000,
         sample_rate_out=rate,
         timing=doors.timing,
-        before_output=[ActivityTap(clock)],
+        before_output=[ActivityTap(clock), *doors.meters(call)],
     )
     holder["worker"] = built.worker
 

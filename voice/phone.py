@@ -284,7 +284,7 @@ async def _run_phone_call(
         sample_rate_in=PIPELINE_RATE_IN,
         sample_rate_out=PHONE_RATE,
         timing=doors.timing,
-        before_output=[ActivityTap(clock)],
+        before_output=[ActivityTap(clock), *doors.meters(call)],
     )
 
     async def gone(_transport: Any, _client: Any) -> None:

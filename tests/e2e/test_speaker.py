@@ -85,6 +85,20 @@ async def test_a_spoken_request_switches_the_light_and_ava_answers_aloud(app: Ap
     assert "#" not in spoken.text and spoken.emotions == ("relieved",)
     assert spoken.text == assistant[0]["text"]
 
+    # The call's speech is billed on the same wallet as its model calls; the last slice
+    # is charged as the call winds down, so give it a moment.
+    async with asyncio.timeout(10):
+        while not any(
+            e.type == "voice_usage" for e in await app.services.wallet.entries(me.id, before_id=None, limit=50)
+        ):
+            await asyncio.sleep(0.1)
+    entries = await app.services.wallet.entries(me.id, before_id=None, limit=50)
+    voice = [e.metadata for e in entries if e.type == "voice_usage"]
+    assert voice, "seconds heard and characters spoken are charged"
+    assert sum(v["stt"]["ms"] for v in voice) > 500
+    assert sum(v["tts"]["characters"] for v in voice) >= len(spoken.text)
+    assert {e.type for e in entries} >= {"signup_grant", "agent_call", "voice_usage"}
+
 
 async def test_goodbye_is_spoken_then_hangup_then_close_1000(app: App, base_url: str) -> None:
     token = await token_for(app)
