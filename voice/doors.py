@@ -15,14 +15,13 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, WebSocket
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
-from pipecat.workers.runner import WorkerRunner
 
 from chat import ChatError, People, Person, TokenVerifier, Turns, parse_zone
 from ledger import LedgerError, VoiceUsage
-from voice.agent import AvaVoiceAgent
-from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, CallRegistry, running, voice_turn
-from voice.pipeline import Engines, TurnTiming, build_call
-from voice.speaker import GuardedSocket, ProtocolError, SpeakerSerializer, parse_start, send_error
+from voice.calls import Call, CallLimits, CallRefused, CallRegistry
+from voice.pipeline import Engines, TurnTiming
+from voice.session import CallSession
+from voice.speaker import PIPELINE_RATE_IN, GuardedSocket, ProtocolError, SpeakerSerializer, parse_start, send_error
 from voice.usage import UsageMeter
 
 log = logging.getLogger(__name__)
@@ -125,52 +124,30 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
 
 
 async def _run_speaker_call(doors: VoiceDoors, websocket: WebSocket, call: Call, rate: int, zone: ZoneInfo) -> None:
-    def agent_ended() -> None:
-        if call.end_reason is None:
-            call.end_reason = "agent_ended"
-
-    agent = AvaVoiceAgent(voice_turn(doors.turns, call.person, zone=zone, channel="voice"), on_end_call=agent_ended)
-    clock = CallClock(call, doors.limits, speak=agent.speak)
-    holder: dict[str, Any] = {}
+    session = CallSession(doors, call, zone=zone)
 
     async def hang_up() -> None:
-        call.end_reason = call.end_reason or "client_hangup"
-        worker = holder.get("worker")
-        if worker is not None:
-            await worker.cancel()
+        await session.end_now("client_hangup")
 
     transport = FastAPIWebsocketTransport(
         websocket=cast(WebSocket, GuardedSocket(websocket, doors.limits, on_hangup=hang_up)),
         params=FastAPIWebsocketParams(
             audio_in_enabled=True,
             audio_out_enabled=True,
-            audio_in_sample_rate=16_000,
+            audio_in_sample_rate=PIPELINE_RATE_IN,
             audio_out_sample_rate=rate,
             audio_out_end_silence_secs=0,
             serializer=SpeakerSerializer(wire_rate=rate, call=call),
             allowed_origins=[],
         ),
     )
-    built = build_call(
-        transport=transport,
-        engines=doors.engines,
-        agent=agent,
-        sample_rate_in=16_000,
-        sample_rate_out=rate,
-        timing=doors.timing,
-        before_output=[ActivityTap(clock), *doors.meters(call)],
-    )
-    holder["worker"] = built.worker
+    session.build(transport, rate_in=PIPELINE_RATE_IN, rate_out=rate)
 
     async def gone(_transport: Any, _client: Any) -> None:
-        await built.worker.cancel()
+        await session.end_now("client_gone")
 
     transport.add_event_handler("on_client_disconnected", gone)
-
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(built.worker)
-    async with running(clock.run()):
-        await runner.run()
+    await session.run()
     with contextlib.suppress(Exception):
         if websocket.application_state.name == "CONNECTED":
             await websocket.close(code=1000)

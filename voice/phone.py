@@ -43,13 +43,11 @@ from fastapi import APIRouter, WebSocket
 from pipecat.frames.frames import Frame, OutputTransportMessageFrame, OutputTransportMessageUrgentFrame
 from pipecat.serializers.twilio import TwilioFrameSerializer
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
-from pipecat.workers.runner import WorkerRunner
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from chat import ChatError, Person, parse_zone
-from voice.agent import AvaVoiceAgent
-from voice.calls import ActivityTap, Call, CallClock, CallLimits, CallRefused, running, voice_turn
-from voice.pipeline import build_call
+from voice.calls import Call, CallLimits, CallRefused
+from voice.session import CallSession
 from voice.speaker import PIPELINE_RATE_IN, ProtocolError
 
 if TYPE_CHECKING:  # voice.doors wires this door in, so it is imported here for types only
@@ -259,12 +257,7 @@ async def _run_phone_call(
     zone: ZoneInfo,
     twilio: TwilioCredentials | None,
 ) -> None:
-    def agent_ended() -> None:
-        if call.end_reason is None:
-            call.end_reason = "agent_ended"
-
-    agent = AvaVoiceAgent(voice_turn(doors.turns, call.person, zone=zone, channel="phone"), on_end_call=agent_ended)
-    clock = CallClock(call, doors.limits, speak=agent.speak)
+    session = CallSession(doors, call, zone=zone)
     transport = FastAPIWebsocketTransport(
         websocket=cast(WebSocket, PhoneSocket(websocket, doors.limits, call)),
         params=FastAPIWebsocketParams(
@@ -277,24 +270,12 @@ async def _run_phone_call(
             allowed_origins=[],  # Twilio sends no Origin header
         ),
     )
-    built = build_call(
-        transport=transport,
-        engines=doors.engines,
-        agent=agent,
-        sample_rate_in=PIPELINE_RATE_IN,
-        sample_rate_out=PHONE_RATE,
-        timing=doors.timing,
-        before_output=[ActivityTap(clock), *doors.meters(call)],
-    )
+    session.build(transport, rate_in=PIPELINE_RATE_IN, rate_out=PHONE_RATE)
 
     async def gone(_transport: Any, _client: Any) -> None:
-        call.end_reason = call.end_reason or "caller_gone"
-        await built.worker.cancel()
+        await session.end_now("caller_gone")
 
     transport.add_event_handler("on_client_disconnected", gone)
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(built.worker)
-    async with running(clock.run()):
-        await runner.run()
+    await session.run()
     await close(websocket, 1000, "")
     log.info("phone call ended", extra={"call": call.id, "person": call.person.id, "reason": call.end_reason})

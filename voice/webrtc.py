@@ -32,14 +32,12 @@ from pipecat.transports.smallwebrtc.request_handler import (
     SmallWebRTCRequestHandler,
 )
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
-from pipecat.workers.runner import WorkerRunner
 from pydantic import BaseModel, ConfigDict, Field
 
 from chat import ChatError, Person, Unauthorized, parse_zone
-from voice.agent import AvaVoiceAgent
-from voice.calls import ActivityTap, Call, CallClock, CallRefused, running, voice_turn
+from voice.calls import Call, CallRefused
 from voice.doors import VoiceDoors
-from voice.pipeline import build_call
+from voice.session import CallSession
 
 log = logging.getLogger(__name__)
 
@@ -302,12 +300,7 @@ async def _call(
 
 
 async def _run_call(doors: VoiceDoors, connection: SmallWebRTCConnection, call: Call, zone: ZoneInfo) -> None:
-    def agent_ended() -> None:
-        if call.end_reason is None:
-            call.end_reason = "agent_ended"
-
-    agent = AvaVoiceAgent(voice_turn(doors.turns, call.person, zone=zone, channel="voice"), on_end_call=agent_ended)
-    clock = CallClock(call, doors.limits, speak=agent.speak)
+    session = CallSession(doors, call, zone=zone)
     transport = SmallWebRTCTransport(
         connection,
         TransportParams(
@@ -318,35 +311,22 @@ async def _run_call(doors: VoiceDoors, connection: SmallWebRTCConnection, call: 
             audio_out_end_silence_secs=END_SILENCE_S,
         ),
     )
-    built = build_call(
-        transport=transport,
-        engines=doors.engines,
-        agent=agent,
-        sample_rate_in=SAMPLE_RATE_IN,
-        sample_rate_out=SAMPLE_RATE_OUT,
-        timing=doors.timing,
-        before_output=[ActivityTap(clock), *doors.meters(call), HangupNotice(call)],
-    )
+    session.build(transport, rate_in=SAMPLE_RATE_IN, rate_out=SAMPLE_RATE_OUT, extra=[HangupNotice(call)])
     connected = asyncio.Event()
 
     async def joined(_transport: Any, _connection: Any) -> None:
         connected.set()
 
     async def left(_transport: Any, _connection: Any) -> None:
-        call.end_reason = call.end_reason or "client_hangup"
-        await built.worker.cancel()
+        await session.end_now("client_hangup")
 
     async def connect_deadline() -> None:
         try:
             async with asyncio.timeout(doors.limits.start_timeout_s):
                 await connected.wait()
         except TimeoutError:
-            call.end_reason = "connect_timeout"
-            await built.worker.cancel()
+            await session.end_now("connect_timeout")
 
     transport.add_event_handler("on_client_connected", joined)
     transport.add_event_handler("on_client_disconnected", left)
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(built.worker)
-    async with running(clock.run()), running(connect_deadline()):
-        await runner.run()
+    await session.run(connect_deadline())

@@ -1,0 +1,75 @@
+"""One call's moving parts, the same for every door: Ava's voice processor bound to the
+person, the call clock, the shared pipeline around the door's transport, and the runner.
+
+A door only makes its transport (and says what its peer leaving means); everything else
+about running a call — the goodbye ending it, the idle and length limits, metering the
+speech for the wallet — lives here once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from pipecat.pipeline.worker import PipelineWorker
+from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.transports.base_transport import BaseTransport
+from pipecat.workers.runner import WorkerRunner
+
+from voice.agent import AvaVoiceAgent
+from voice.calls import ActivityTap, Call, CallClock, running, voice_turn
+from voice.pipeline import build_call
+
+if TYPE_CHECKING:
+    from voice.doors import VoiceDoors
+
+
+class CallSession:
+    def __init__(self, doors: VoiceDoors, call: Call, *, zone: ZoneInfo) -> None:
+        self.doors = doors
+        self.call = call
+        self.agent = AvaVoiceAgent(
+            voice_turn(doors.turns, call.person, zone=zone, channel=call.channel), on_end_call=self._agent_ended
+        )
+        self.clock = CallClock(call, doors.limits, speak=self.agent.speak)
+        self._worker: PipelineWorker | None = None
+
+    def _agent_ended(self) -> None:
+        if self.call.end_reason is None:
+            self.call.end_reason = "agent_ended"
+
+    def build(
+        self, transport: BaseTransport, *, rate_in: int, rate_out: int, extra: Sequence[FrameProcessor] = ()
+    ) -> PipelineWorker:
+        """The shared pipeline around this door's transport."""
+        built = build_call(
+            transport=transport,
+            engines=self.doors.engines,
+            agent=self.agent,
+            sample_rate_in=rate_in,
+            sample_rate_out=rate_out,
+            timing=self.doors.timing,
+            before_output=[ActivityTap(self.clock), *self.doors.meters(self.call), *extra],
+        )
+        self._worker = built.worker
+        return built.worker
+
+    async def end_now(self, reason: str) -> None:
+        """The peer is gone or asked to go: stop at once, no goodbye, no drain."""
+        if self.call.end_reason is None:
+            self.call.end_reason = reason
+        if self._worker is not None:
+            await self._worker.cancel()
+
+    async def run(self, *alongside: Awaitable[None]) -> None:
+        """Run the call to its end, with the clock (and any other watchers) beside it."""
+        assert self._worker is not None, "build() the pipeline first"
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(self._worker)
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(running(self.clock.run()))
+            for watcher in alongside:
+                await stack.enter_async_context(running(watcher))
+            await runner.run()
