@@ -51,6 +51,13 @@ def token_usage(usage: dict[str, int]) -> TokenUsage:
     )
 
 
+def _debited(transaction: Transaction | None) -> int:
+    """What a charge took from the person (0 when nothing was charged)."""
+    if transaction is None:
+        return 0
+    return -sum(p.amount_micros for p in transaction.postings if p.amount_micros < 0)
+
+
 class Wallet:
     def __init__(
         self, *, ledger: Ledger, prices: Prices, runs: Runs, pool: asyncpg.Pool, signup_grant_micros: int
@@ -118,7 +125,7 @@ class Wallet:
             tokens=token_usage(usage),
             at=at,
         )
-        cost = -sum(p.amount_micros for p in transaction.postings if p.amount_micros < 0) if transaction else 0
+        cost = _debited(transaction)
         await self._runs.record_cost(run_id, index=index, cost_micros=cost)
         if transaction is not None and not transaction.replayed:
             await self.announce(person_id)
@@ -140,11 +147,9 @@ class Wallet:
                 at=datetime.now(UTC),
             )
         )
-        if transaction is None:
-            return 0
-        if not transaction.replayed:
+        if transaction is not None and not transaction.replayed:
             await self.announce(person_id)
-        return -sum(p.amount_micros for p in transaction.postings if p.amount_micros < 0)
+        return _debited(transaction)
 
     async def settle_uncharged(self) -> int:
         """Charge calls recorded but never charged (a crash between the two). Idempotent."""

@@ -28,6 +28,11 @@ TOPUP_REF_CHARS_MAX = 100
 _TOPUP_REF = re.compile(rf"[!-~]{{1,{TOPUP_REF_CHARS_MAX}}}")
 
 
+def usage_postings(person_id: str, cost_micros: int) -> tuple[Posting, Posting]:
+    """A usage charge moves money from the person's wallet to revenue."""
+    return Posting(user_account(person_id), -cost_micros), Posting(REVENUE_ACCOUNT, cost_micros)
+
+
 async def charge_model_call(
     ledger: Ledger,
     prices: Prices,
@@ -64,7 +69,7 @@ async def charge_model_call(
     spec = TransactionSpec(
         type="agent_call",
         ref=f"run:{run_id}:call:{call_index}",
-        postings=(Posting(user_account(person_id), -cost), Posting(REVENUE_ACCOUNT, cost)),
+        postings=usage_postings(person_id, cost),
         metadata=receipt,
         at=at,
     )

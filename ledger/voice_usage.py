@@ -12,10 +12,10 @@ from datetime import datetime
 
 import asyncpg
 
-from ledger.accounts import REVENUE_ACCOUNT, user_account
+from ledger.charging import usage_postings
 from ledger.errors import PriceMissing
 from ledger.ledger import Ledger
-from ledger.postings import Posting, Transaction, TransactionSpec
+from ledger.postings import Transaction, TransactionSpec
 
 _PRICE_SQL = """
 SELECT id, engine, per_million_units_idr FROM voice_prices
@@ -107,7 +107,7 @@ async def charge_voice_usage(
     spec = TransactionSpec(
         type="voice_usage",
         ref=f"voice:{call_id}:{slice_index}",
-        postings=(Posting(user_account(person_id), -cost), Posting(REVENUE_ACCOUNT, cost)),
+        postings=usage_postings(person_id, cost),
         metadata=receipt,
         at=at,
     )

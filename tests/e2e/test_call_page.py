@@ -27,37 +27,19 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
 from playwright.async_api import Browser, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from agents import SandboxHome
 from tests.conftest import App
 from tests.fakes.netns import VethPair, veth_pair
+from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import silence, speech_pcm16
 from voice import end_webrtc_calls
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAV_RATE = 16_000
 LOUD = 0.02  # RMS of full-scale float samples; espeak speech peaks well above, silence is 0
-
-
-@contextlib.asynccontextmanager
-async def serve_on(app: FastAPI, host: str) -> AsyncIterator[str]:
-    """Serve `app` with a real uvicorn on `host`; yields the base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def microphone_wav(path: Path, text: str) -> Path:
@@ -117,7 +99,7 @@ async def call_page(app: App, folder: Path, *, words: str) -> AsyncIterator[Page
     with veth_pair() as pair:
         try:
             async with (
-                serve_on(app.app, pair.host_address) as url,
+                serve_in_process(app.app, pair.host_address) as url,
                 browser_in(pair, folder, origin=url, wav=wav) as browser,
             ):
                 page = await browser.new_page()

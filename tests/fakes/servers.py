@@ -22,9 +22,10 @@ from fastapi import FastAPI
 
 
 @contextlib.asynccontextmanager
-async def serve_in_process(app: FastAPI) -> AsyncIterator[str]:
-    """Serve `app` with a real uvicorn on a free loopback port; yields the base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+async def serve_in_process(app: FastAPI, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Serve `app` with a real uvicorn on a free port of `host` (loopback by default);
+    yields the base URL."""
+    config = uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -33,7 +34,7 @@ async def serve_in_process(app: FastAPI) -> AsyncIterator[str]:
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         await task
