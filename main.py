@@ -30,7 +30,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from agents import Model, OfflineModel, SandboxHome
+from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
 from chat import (
     BodyLimit,
     ChatApi,
@@ -119,6 +119,19 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
+def build_toolbox(*, home: SandboxHome) -> Toolbox:
+    """Which tools each agent gets in this deployment: the one place capabilities plug in."""
+    toolbox = Toolbox()
+
+    def handoffs(context: RunContext) -> list[Tool]:
+        assert context.delegate is not None, "only the lead hands on"
+        return handoff_tools(context.delegate)
+
+    toolbox.register("ava", handoffs)
+    toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
+    return toolbox
+
+
 @dataclass
 class Services:
     """Everything one process runs, built once and closed once."""
@@ -202,7 +215,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            home=home,
+            toolbox=build_toolbox(home=home),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
         )

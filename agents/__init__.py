@@ -27,6 +27,7 @@ from agents.offline import OfflineModel
 from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
 from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
 from agents.scripted import ScriptedModel
+from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
 from agents.tools import Tool
 from agents.zee.home import Command, Device, SmartHome
 from agents.zee.sandbox import SandboxHome
@@ -35,6 +36,7 @@ from agents.zee.tools import zee_tools
 __all__ = [
     "AGENTS",
     "AVA",
+    "DESCRIBING",
     "EMOTIONS",
     "HUMAN",
     "POSTERA",
@@ -55,6 +57,7 @@ __all__ = [
     "ModelResponse",
     "ModelUnavailable",
     "OfflineModel",
+    "RunContext",
     "RunLimitExceeded",
     "RunLimits",
     "RunObserver",
@@ -68,7 +71,9 @@ __all__ = [
     "ThreadMessage",
     "Tool",
     "ToolError",
+    "ToolFactory",
     "ToolSpec",
+    "Toolbox",
     "Trigger",
     "Usage",
     "compose",

@@ -24,23 +24,22 @@ from agents import (
     Model,
     ModelError,
     ModelUnavailable,
+    RunContext,
     RunLimitExceeded,
     RunLimits,
     Session,
-    SmartHome,
     SpokenReply,
     ThreadMessage,
     Tool,
+    Toolbox,
     ToolError,
     Trigger,
     Usage,
     compose,
-    handoff_tools,
     parse_spoken,
     run_agent,
     to_contents,
     window,
-    zee_tools,
 )
 from chat.blank import is_blank
 from chat.errors import MessageBlank, MessageTooLong
@@ -121,7 +120,7 @@ class Turns:
         wallet: Wallet,
         model: Model,
         model_name: Callable[[str], str],
-        home: SmartHome,
+        toolbox: Toolbox,
         history_tokens_max: int,
         thread_wait_s: float,
         limits: RunLimits | None = None,
@@ -131,7 +130,7 @@ class Turns:
         self._wallet = wallet
         self._model = model
         self._model_name = model_name
-        self._home = home
+        self._toolbox = toolbox
         self._history_tokens_max = history_tokens_max
         self._thread_wait_s = thread_wait_s
         self._limits = limits or RunLimits()
@@ -179,12 +178,7 @@ class Turns:
         previous_at = max(before_origin, key=lambda m: m.seq).created_at if before_origin else None
         return chosen, previous_at
 
-    def _tools(self, turn: _Turn, agent: AgentSpec, run: Run) -> list[Tool]:
-        if agent.name == "zee":
-            return zee_tools(self._home, person_id=turn.person.id)
-        if agent.role != "lead":
-            return []
-
+    def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
         async def delegate(specialist: AgentSpec, tag: str) -> str:
             if not await self._wallet.has_balance(turn.person.id):
                 raise ToolError(
@@ -201,7 +195,16 @@ class Turns:
                 raise ToolError(f"{specialist.display_name} could not finish this time ({child.error_code}).")
             return reply
 
-        return handoff_tools(delegate)
+        context = RunContext(
+            person_id=turn.person.id,
+            person_name=turn.person.name,
+            zone=turn.zone,
+            channel=turn.channel,
+            trigger=trigger,
+            run_id=run.id,
+            delegate=delegate if agent.role == "lead" else None,
+        )
+        return self._toolbox.tools_for(agent.name, context)
 
     async def _write_reply(self, turn: _Turn, agent: AgentSpec, run: Run, reply: str) -> None:
         """The reply as the thread keeps it: on a call, Ava's emotion tags become metadata
@@ -248,7 +251,7 @@ class Turns:
                 model_name=self._model_name(agent.name),
                 system=system,
                 history=contents,
-                tools=self._tools(turn, agent, run),
+                tools=self._tools(turn, agent, run, trigger),
                 observer=_Recorder(self._runs, self._wallet, run, turn.person.id),
                 limits=self._limits,
             )
