@@ -17,6 +17,8 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import secrets
 import sys
@@ -24,6 +26,7 @@ import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import asyncpg
 from fastapi import FastAPI
@@ -31,6 +34,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
+from agents.ava.wakes import wake_tools
 from chat import (
     BodyLimit,
     ChatApi,
@@ -44,18 +48,40 @@ from chat import (
     Threads,
     Turns,
     Wallet,
+    build_callback_router,
+    build_reminders_router,
     build_router,
     build_wallet_router,
     drain_detached,
     on_chat_error,
     on_http_error,
     on_ledger_error,
+    on_reminder_error,
     on_unexpected,
     on_validation_error,
     problem,
+    publish_reminder_delivered,
+    run_detached,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, format_rupiah
+from reminders import (
+    CallbackGate,
+    CallbackSigner,
+    Delivery,
+    DeliveryLimits,
+    EmbeddedQueue,
+    IdTokenVerifier,
+    LocalPush,
+    Note,
+    Notes,
+    Push,
+    Queue,
+    ReminderError,
+    Reminders,
+    Wake,
+    Woken,
+)
 from settings import Settings
 from voice import (
     CallLimits,
@@ -119,7 +145,7 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
-def build_toolbox(*, home: SandboxHome) -> Toolbox:
+def build_toolbox(*, home: SandboxHome, reminders: Reminders | None = None) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
 
@@ -128,8 +154,123 @@ def build_toolbox(*, home: SandboxHome) -> Toolbox:
         return handoff_tools(context.delegate)
 
     toolbox.register("ava", handoffs)
+    if reminders is not None:
+        # Only Ava keeps wake notes: specialists act in the present (SPEC §5, role layer).
+        toolbox.register("ava", lambda context: wake_tools(reminders, context))
     toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
     return toolbox
+
+
+# --- reminders (wake notes) ---------------------------------------------------------------
+
+
+@dataclass
+class ReminderParts:
+    """The reminders domain as this process runs it: built before the turns (Ava's tools
+    need `reminders`), started after them (delivery runs turns), closed before the pool."""
+
+    notes: Notes
+    reminders: Reminders
+    queue: Queue
+    push: Push
+    gate: CallbackGate
+    limits: DeliveryLimits
+    adapters: dict[str, str]
+    delivery: Delivery | None = None
+    task: asyncio.Task[None] | None = None
+
+    async def close(self, *, timeout_s: float = 30.0) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
+        if isinstance(self.queue, EmbeddedQueue):
+            await self.queue.drain(timeout_s=timeout_s)
+
+
+def _callback_secret(settings: Settings) -> bytes:
+    if settings.reminders_callback_secret is not None:
+        return settings.reminders_callback_secret.get_secret_value().encode()
+    return hmac.new(session_secret(settings), b"reminders-callback", hashlib.sha256).hexdigest().encode()
+
+
+def build_reminders(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> ReminderParts:
+    """Choose the queue, push and callback verifier for wake notes (embedded by default)."""
+    notes = Notes(pool)
+    queue: Queue
+    id_tokens: IdTokenVerifier | None = None
+    audience = (settings.public_base_url or "").rstrip("/")
+    if settings.cloud_tasks_queue:
+        assert settings.public_base_url, "CLOUD_TASKS_QUEUE needs PUBLIC_BASE_URL"
+        assert settings.cloud_tasks_service_account, "CLOUD_TASKS_QUEUE needs CLOUD_TASKS_SERVICE_ACCOUNT"
+        from google.cloud import tasks_v2
+
+        from reminders.cloudtasks import CloudTasksQueue
+        from reminders.oidc import GoogleIdTokens
+
+        queue = CloudTasksQueue(
+            notes=notes,
+            api=tasks_v2.CloudTasksAsyncClient(),
+            queue_path=settings.cloud_tasks_queue,
+            target_base_url=settings.public_base_url,
+            service_account=settings.cloud_tasks_service_account,
+            audience=audience,
+        )
+        id_tokens = GoogleIdTokens()
+    else:
+        queue = EmbeddedQueue(notes=notes, dsn=dsn, concurrent_max=settings.reminders_concurrent_max)
+    push: Push
+    if settings.fcm_credentials is not None:
+        from reminders.fcm import FcmPush
+
+        push = FcmPush(credentials_path=str(settings.fcm_credentials))
+    else:
+        push = LocalPush()
+    gate = CallbackGate(
+        signer=CallbackSigner(_callback_secret(settings)),
+        id_tokens=id_tokens,
+        audience=audience,
+        service_account=settings.cloud_tasks_service_account,
+    )
+    return ReminderParts(
+        notes=notes,
+        reminders=Reminders(notes=notes, queue=queue),
+        queue=queue,
+        push=push,
+        gate=gate,
+        limits=DeliveryLimits(lease_s=settings.reminders_lease_s, attempts_max=settings.reminders_attempts_max),
+        adapters={"reminder_queue": type(queue).__name__, "push": type(push).__name__},
+    )
+
+
+def wake_on_turns(turns: Turns, people: People) -> Wake:
+    """Delivery's way to run Ava on a note: a turn of her own in the person's thread."""
+
+    async def wake(*, note: Note) -> Woken:
+        person = await people.get(note.person_id)
+        if person is None:
+            return Woken(run_id=None, reply="", outcome="silent")  # the person is gone
+        try:
+            zone = ZoneInfo(person.time_zone)
+        except (ValueError, KeyError):
+            zone = ZoneInfo(note.time_zone)
+        # Detached: shutdown waits for a wake in progress instead of cutting its run short.
+        return await run_detached(turns.wake(person, note_id=note.id, text=note.text, zone=zone))
+
+    return wake
+
+
+def start_reminders(parts: ReminderParts, *, turns: Turns, people: People, pool: asyncpg.Pool) -> None:
+    """Wire delivery to the turns and start the queue's background work in this process."""
+
+    async def announce(note: Note) -> None:
+        await publish_reminder_delivered(pool, note.person_id, note.as_json())
+
+    parts.delivery = Delivery(
+        notes=parts.notes, wake=wake_on_turns(turns, people), push=parts.push, announce=announce, limits=parts.limits
+    )
+    parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")
 
 
 @dataclass
@@ -149,6 +290,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
+    reminders: ReminderParts | None = None
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
 
@@ -157,6 +299,8 @@ class Services:
         # when the loop cancels everything); then turns and charges that outlived their
         # requests finish before the pool closes.
         await end_webrtc_calls()
+        if self.reminders is not None:
+            await self.reminders.close()
         await drain_detached(timeout_s=30)
         await self.hub.stop()
         await self.lock_pool.close()
@@ -195,12 +339,14 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
     lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
+    reminder_parts: ReminderParts | None = None
     try:
         if migrate_first:
             await migrate(pool)
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
+        reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -215,7 +361,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home),
+            toolbox=build_toolbox(home=home, reminders=reminder_parts.reminders),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
         )
@@ -227,7 +373,12 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         settled = await wallet.settle_uncharged()
         if settled:
             log.warning("charged %d model calls a crash had left uncharged", settled)
+        start_reminders(
+            reminder_parts, turns=turns, people=People(pool, default_time_zone=settings.default_time_zone), pool=pool
+        )
     except BaseException:
+        if reminder_parts is not None:
+            await reminder_parts.close()
         await lock_pool.close()
         await pool.close()
         if embedded is not None:
@@ -240,6 +391,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         "smart_home": type(home).__name__,
         "identity": "LocalTokens",
         "speech": speech,
+        **reminder_parts.adapters,
     }
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
@@ -273,6 +425,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
+        reminders=reminder_parts,
         embedded=embedded,
         adapters=adapters,
     )
@@ -300,10 +453,15 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_router(api))
     admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
+    parts = services.reminders
+    if parts is not None and parts.delivery is not None:
+        app.include_router(build_reminders_router(api, parts.reminders))
+        app.include_router(build_callback_router(parts.reminders, parts.delivery, parts.gate))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
+    app.add_exception_handler(ReminderError, on_reminder_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)

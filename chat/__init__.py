@@ -15,9 +15,10 @@ from chat.edge import (
     problem,
 )
 from chat.errors import ChatError, Unauthorized
-from chat.events import EventHub, EventLog
+from chat.events import EventHub, EventLog, publish_reminder_delivered
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
+from chat.reminders_api import build_callback_router, build_reminders_router, on_reminder_error
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -43,6 +44,8 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_callback_router",
+    "build_reminders_router",
     "build_router",
     "build_wallet_router",
     "drain_detached",
@@ -50,10 +53,12 @@ __all__ = [
     "on_chat_error",
     "on_http_error",
     "on_ledger_error",
+    "on_reminder_error",
     "on_unexpected",
     "on_validation_error",
     "parse_zone",
     "problem",
+    "publish_reminder_delivered",
     "route",
     "run_detached",
 ]

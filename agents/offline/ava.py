@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
+from agents.offline.wakes import wake_turn
 from agents.offline.words import Lang, intent_of
 
 _HANDOFF = {"home": "zee", "music": "yori", "workspace": "rafal"}
@@ -25,6 +26,8 @@ def _relay(lang: Lang, reply: str) -> str:
 
 
 def ava_turn(s: Situation) -> tuple[str, list[FunctionCall]]:
+    if (wakes := wake_turn(s)) is not None:
+        return wakes
     lang = s.lang
     handed = [r for name, r in s.results if name in _SPECIALISTS]
     if handed:

@@ -1,0 +1,94 @@
+"""Wake notes over HTTP (SPEC §12): the person lists and cancels theirs; a scheduler asks
+for a note's delivery.
+
+(No `from __future__ import annotations` here: FastAPI must evaluate the dependency
+annotations of the closures below.)
+
+`POST /v1/reminders/{id}/deliver` is not for people: it takes only a scheduler's
+signature (the HMAC header or a Cloud Tasks OIDC token, checked by the `CallbackGate`),
+never a session token. It answers 200 for anything final (delivered now, delivered
+before, cancelled, given up) so a queue stops retrying, and 503 while a retry can still
+help (the note is being delivered elsewhere, or this attempt failed).
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from chat.api import ChatApi, current_person_dependency
+from chat.edge import problem
+from chat.people import Person
+from reminders import SIGNATURE_HEADER, CallbackGate, CallbackRefused, Delivery, ReminderError, Reminders
+
+PAST_MAX = 200
+
+# Each reminders error code and what it means at the HTTP edge.
+_STATUS = {
+    "time_invalid": (422, "The time is not valid"),
+    "time_zone_invalid": (400, "Unknown time zone"),
+    "time_in_past": (422, "That time has passed"),
+    "time_too_far": (422, "That time is too far ahead"),
+    "too_many_pending": (409, "Too many pending notes"),
+    "note_invalid": (422, "The note is not valid"),
+    "reminder_not_found": (404, "No such reminder"),
+    "reminder_not_pending": (409, "The reminder is no longer pending"),
+    "reminder_queue_unavailable": (503, "The reminder queue is unavailable"),
+    "callback_unauthorized": (401, "Not a scheduler"),
+}
+_RETRY_LATER = {"busy", "retrying", "not_due"}
+
+
+async def on_reminder_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ReminderError)
+    status, title = _STATUS.get(exc.code, (400, "The reminder request failed"))
+    return problem(status, exc.code, title, str(exc) or None)
+
+
+def build_callback_router(reminders: Reminders, delivery: Delivery, gate: CallbackGate) -> APIRouter:
+    """Only the scheduler callback: it needs no person, so it stands on its own."""
+    router = APIRouter(prefix="/v1", tags=["reminders"])
+
+    @router.post("/reminders/{note_id}/deliver", response_model=None)
+    async def deliver(
+        note_id: str,
+        authorization: Annotated[str | None, Header()] = None,
+        signature: Annotated[str | None, Header(alias=SIGNATURE_HEADER)] = None,
+    ) -> Any:
+        """Scheduler callback: deliver the note now (signed; never a person's token)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
+        if not signature and not bearer:
+            raise CallbackRefused("Deliveries need a scheduler's signature.")
+        note = await reminders.find(note_id)
+        await gate.check(note, signature=signature, bearer=bearer)
+        status = await delivery.deliver(note.id)
+        if status in _RETRY_LATER:
+            return problem(503, "reminder_busy", "Try this delivery again later", f"The note is {status}.")
+        return {"id": note.id, "status": status}
+
+    return router
+
+
+def build_reminders_router(api: ChatApi, reminders: Reminders) -> APIRouter:
+    """The person's own notes: list and cancel (the callback router is separate)."""
+    router = APIRouter(prefix="/v1", tags=["reminders"])
+    current_person = current_person_dependency(api)
+
+    @router.get("/reminders")
+    async def list_reminders(
+        person: Annotated[Person, Depends(current_person)],
+        past_limit: Annotated[int, Query(ge=0, le=PAST_MAX)] = 20,
+    ) -> dict[str, Any]:
+        """Ava's pending notes (soonest first) and the most recent past ones."""
+        upcoming = await reminders.upcoming(person.id)
+        past = await reminders.past(person.id, limit=past_limit) if past_limit else []
+        return {"upcoming": [n.as_json() for n in upcoming], "past": [n.as_json() for n in past]}
+
+    @router.delete("/reminders/{note_id}")
+    async def cancel_reminder(note_id: str, person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+        """Cancel one pending note; 404 for a note that is not the person's."""
+        return (await reminders.cancel(person.id, note_id)).as_json()
+
+    return router
