@@ -84,7 +84,7 @@ _ATTEMPT_FAILED_SQL = f"""
 UPDATE wake_notes SET
     status = CASE WHEN attempts >= $3 THEN 'failed' ELSE 'delivering' END,
     lease_until = CASE WHEN attempts >= $3 THEN NULL
-                       ELSE clock_timestamp() + make_interval(secs => $4 * attempts) END,
+                       ELSE clock_timestamp() + make_interval(secs => $4::float8 * attempts) END,
     outcome = CASE WHEN attempts >= $3 THEN 'gave_up' END,
     error = $2
 WHERE id = $1 AND status = 'delivering' RETURNING {_COLUMNS}

@@ -1,0 +1,137 @@
+"""Nothing waits in memory (SPEC §8): a note survives the server that scheduled it, and a
+delivery that dies halfway is finished by a retry without waking Ava twice."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from main import running, wake_on_turns
+from reminders import Note
+from settings import Settings
+from tests.conftest import App
+
+
+async def wait_delivered(app: App, note_id: str, *, timeout_s: float = 15.0) -> Note:
+    parts = app.services.reminders
+    assert parts is not None
+    async with asyncio.timeout(timeout_s):
+        while True:
+            note = await parts.notes.get(note_id)
+            assert note is not None
+            if note.status == "delivered":
+                return note
+            await asyncio.sleep(0.05)
+
+
+async def pending_note(app: App, person_id: str) -> Note:
+    parts = app.services.reminders
+    assert parts is not None
+    [note] = await parts.notes.of_person(person_id, statuses=("pending",), limit=5, newest_first=False)
+    return note
+
+
+async def wake_runs(app: App, person_id: str) -> list[Any]:
+    return list(
+        await app.services.pool.fetch(
+            "SELECT id, status FROM runs WHERE person_id = $1 AND trigger = 'postera'", person_id
+        )
+    )
+
+
+async def test_a_note_scheduled_before_a_restart_is_delivered_by_the_next_server(settings: Settings) -> None:
+    async with running(settings) as (services, fastapi_app):
+        first = App(services, fastapi_app)
+        headers = await first.sign_in()
+        reply = await first.say(headers, "remind me in 3 seconds to stretch")
+        assert reply.json()["messages"][-1]["text"].startswith("Okay, I'll remind you to stretch")
+        await first.client.aclose()
+    # The first server is gone before the note is due; a new one starts on the same database.
+    async with running(settings) as (services, fastapi_app):
+        second = App(services, fastapi_app)
+        try:
+            me = (await second.client.get("/v1/me", headers=headers)).json()["id"]
+            note = await pending_note(second, me)
+            delivered = await wait_delivered(second, note.id)
+            thread = (await second.client.get("/v1/messages", headers=headers)).json()["messages"]
+            assert [m["author"] for m in thread] == ["human", "ava", "postera", "ava"]
+            assert thread[-1]["text"] == "Hey Budi, it's time to stretch!"
+            assert delivered.run_id == thread[-1]["run_id"]
+        finally:
+            await second.client.aclose()
+
+
+async def test_a_claim_whose_worker_died_is_taken_again_after_its_lease(app: App) -> None:
+    headers = await app.sign_in()
+    await app.say(headers, "remind me in 3 seconds to stretch")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    parts = app.services.reminders
+    assert parts is not None
+    note = await pending_note(app, me)
+    # A worker claims the note early (a second-long lease) and dies on the spot; the
+    # dispatcher wakes at the due time and finds the claim lapsed.
+    claimed = await parts.notes.claim(note.id, lease_s=1.0, early_s=60.0)
+    assert claimed is not None and claimed.status == "delivering"
+    delivered = await wait_delivered(app, note.id)
+    assert delivered.attempts == 2
+    assert len(await wake_runs(app, me)) == 1
+
+
+async def test_a_delivery_that_crashes_after_ava_ran_is_retried_and_she_runs_once(app: App) -> None:
+    headers = await app.sign_in()
+    await app.say(headers, "remind me in 3 seconds to stretch")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    parts = app.services.reminders
+    assert parts is not None
+    note = await pending_note(app, me)
+    claimed = await parts.notes.claim(note.id, lease_s=1.0, early_s=60.0)
+    assert claimed is not None
+    # The worker writes the note and runs Ava, then dies before it marks the note delivered.
+    woken = await wake_on_turns(app.services.turns, app.services.people)(note=claimed)
+    assert woken.outcome == "ran" and woken.run_id is not None
+    assert (await parts.notes.get(note.id)).status == "delivering"  # type: ignore[union-attr]
+    delivered = await wait_delivered(app, note.id)
+    assert delivered.run_id == woken.run_id, "the retry found the run, it did not start another"
+    assert [r["id"] for r in await wake_runs(app, me)] == [woken.run_id]
+    thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    assert [m["author"] for m in thread] == ["human", "ava", "postera", "ava"]
+
+
+async def test_a_failing_delivery_is_retried_with_a_growing_backoff_then_given_up(app: App) -> None:
+    parts = app.services.reminders
+    assert parts is not None
+    from datetime import UTC, datetime, timedelta
+
+    from reminders import Delivery, DeliveryLimits, LocalPush, Woken
+
+    calls: list[str] = []
+
+    async def broken(*, note: Note) -> Woken:
+        calls.append(note.id)
+        raise httpx.ConnectError("the thread's database went away")
+
+    async def announce(note: Note) -> None:
+        raise AssertionError("a failed note is not announced")
+
+    delivery = Delivery(
+        notes=parts.notes,
+        wake=broken,
+        push=LocalPush(),
+        announce=announce,
+        limits=DeliveryLimits(lease_s=60, attempts_max=2, backoff_s=0.1),
+    )
+    note = await parts.notes.add(
+        person_id="usr_nobody",
+        text="Remind nobody.",
+        due_at=datetime.now(UTC) + timedelta(seconds=30),
+        time_zone="UTC",
+        created_by_run_id=None,
+    )
+    assert await delivery.deliver(note.id) == "retrying"
+    assert await delivery.deliver(note.id) == "busy", "the retry waits for its backoff"
+    await asyncio.sleep(0.15)
+    assert await delivery.deliver(note.id) == "failed"
+    assert await delivery.deliver(note.id) == "failed", "a given-up note stays given up"
+    assert len(calls) == 2
