@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from google.api_core import exceptions as api_exceptions
 from google.cloud import tasks_v2
-from google.protobuf import timestamp_pb2
 
 from reminders.delivery import Delivery
 from reminders.errors import QueueUnavailable
@@ -68,11 +67,9 @@ class CloudTasksQueue:
         return f"{self._queue_path}/tasks/{note_id}"
 
     def _task(self, note: Note) -> tasks_v2.Task:
-        schedule = timestamp_pb2.Timestamp()
-        schedule.FromDatetime(note.due_at.astimezone(UTC))
         return tasks_v2.Task(
             name=self.task_name(note.id),
-            schedule_time=schedule,
+            schedule_time=note.due_at.astimezone(UTC),  # proto-plus turns it into a Timestamp
             http_request=tasks_v2.HttpRequest(
                 url=f"{self._target_base_url}/v1/reminders/{note.id}/deliver",
                 http_method=tasks_v2.HttpMethod.POST,
