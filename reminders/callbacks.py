@@ -75,7 +75,7 @@ class LocalIdTokens:
             "email": email,
             "email_verified": True,
             "aud": audience,
-            "exp": int((now or time.time()) + self._ttl_s),
+            "exp": int((time.time() if now is None else now) + self._ttl_s),
         }
         body = _b64(json.dumps(claims, separators=(",", ":")).encode())
         return f"{body}.{self._mac(body)}"
