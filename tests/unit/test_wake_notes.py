@@ -3,6 +3,7 @@ signatures and tokens, and what the offline Ava reads from a request."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -31,7 +32,7 @@ NOW = datetime(2026, 11, 30, 18, 0, 0)  # noqa: DTZ001 - the offline model's nai
 
 
 def note(**changes: object) -> Note:
-    base = dict(
+    base = Note(
         id="pstr_abc",
         person_id="usr_1",
         agent="ava",
@@ -41,8 +42,7 @@ def note(**changes: object) -> Note:
         status="pending",
         created_at=datetime(2026, 11, 30, tzinfo=UTC),
     )
-    base.update(changes)
-    return Note(**base)  # type: ignore[arg-type]
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
 def test_a_local_time_means_the_wall_clock_in_the_persons_zone() -> None:
