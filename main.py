@@ -23,7 +23,7 @@ import logging
 import secrets
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -33,7 +33,18 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
+from agents import (
+    Channel,
+    Model,
+    OfflineModel,
+    RunContext,
+    SandboxHome,
+    Tool,
+    Toolbox,
+    handoff_tools,
+    parse_spoken,
+    zee_tools,
+)
 from agents.ava.wakes import wake_tools
 from chat import (
     BodyLimit,
@@ -84,6 +95,7 @@ from reminders import (
 )
 from settings import Settings
 from voice import (
+    Call,
     CallLimits,
     Engines,
     TurnTiming,
@@ -244,8 +256,10 @@ def build_reminders(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> Remi
     )
 
 
-def wake_on_turns(turns: Turns, people: People) -> Wake:
-    """Delivery's way to run Ava on a note: a turn of her own in the person's thread."""
+def wake_on_turns(turns: Turns, people: People, *, live_call: Callable[[str], Call | None] | None = None) -> Wake:
+    """Delivery's way to run Ava on a note: a turn of her own in the person's thread. If the
+    person is on a call in this process, she runs on the call's channel (voice layer) and says
+    it there at once; otherwise it is a text turn, announced and pushed by delivery."""
 
     async def wake(*, note: Note) -> Woken:
         person = await people.get(note.person_id)
@@ -255,20 +269,41 @@ def wake_on_turns(turns: Turns, people: People) -> Wake:
             zone = ZoneInfo(person.time_zone)
         except (ValueError, KeyError):
             zone = ZoneInfo(note.time_zone)
+        call = live_call(person.id) if live_call is not None else None
+        channel: Channel = "text"
+        if call is not None:
+            channel = "phone" if call.channel == "phone" else "voice"
         # Detached: shutdown waits for a wake in progress instead of cutting its run short.
-        return await run_detached(turns.wake(person, note_id=note.id, text=note.text, zone=zone))
+        woken = await run_detached(turns.wake(person, note_id=note.id, text=note.text, zone=zone, channel=channel))
+        if call is not None and call.speak is not None and woken.outcome == "ran":
+            try:
+                await call.speak(parse_spoken(woken.raw or woken.reply))
+            except Exception:  # the call ended meanwhile: the thread has the reply anyway
+                log.warning("could not say note %s on the call", note.id)
+        return woken
 
     return wake
 
 
-def start_reminders(parts: ReminderParts, *, turns: Turns, people: People, pool: asyncpg.Pool) -> None:
+def start_reminders(
+    parts: ReminderParts,
+    *,
+    turns: Turns,
+    people: People,
+    pool: asyncpg.Pool,
+    live_call: Callable[[str], Call | None] | None = None,
+) -> None:
     """Wire delivery to the turns and start the queue's background work in this process."""
 
     async def announce(note: Note) -> None:
         await publish_reminder_delivered(pool, note.person_id, note.as_json())
 
     parts.delivery = Delivery(
-        notes=parts.notes, wake=wake_on_turns(turns, people), push=parts.push, announce=announce, limits=parts.limits
+        notes=parts.notes,
+        wake=wake_on_turns(turns, people, live_call=live_call),
+        push=parts.push,
+        announce=announce,
+        limits=parts.limits,
     )
     parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")
 
@@ -373,9 +408,6 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         settled = await wallet.settle_uncharged()
         if settled:
             log.warning("charged %d model calls a crash had left uncharged", settled)
-        start_reminders(
-            reminder_parts, turns=turns, people=People(pool, default_time_zone=settings.default_time_zone), pool=pool
-        )
     except BaseException:
         if reminder_parts is not None:
             await reminder_parts.close()
@@ -411,6 +443,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
+    start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live)
     return Services(
         settings=settings,
         dsn=dsn,

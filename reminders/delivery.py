@@ -37,6 +37,9 @@ class Woken:
     run_id: str | None  # the run it woke (None: the wallet was empty and no run started)
     reply: str  # what the person will read first ("" when nobody said anything)
     outcome: Outcome  # ran | silent | wallet_empty
+    # Ava's reply as the model gave it, when this call ran her (on a call it carries the
+    # emotion tags the voice needs); "" when an earlier attempt did.
+    raw: str = ""
 
 
 class Wake(Protocol):

@@ -5,12 +5,13 @@ main.py imports the names listed here; engines are imported by main.py from
 `voice.engines.*` only when chosen, so cloud SDKs load only when configured.
 """
 
-from voice.calls import CallLimits, CallRegistry
+from voice.calls import Call, CallLimits, CallRegistry
 from voice.doors import VoiceDoors, build_voice_router
 from voice.pipeline import Engines, TurnTiming
 from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
 __all__ = [
+    "Call",
     "CallLimits",
     "CallRegistry",
     "Engines",

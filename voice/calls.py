@@ -64,6 +64,8 @@ class Call:
     channel: str
     started_at: float = field(default_factory=time.monotonic)
     end_reason: str | None = None
+    # Says something on the call unprompted (a wake note firing mid-call); set by the session.
+    speak: Callable[[SpokenReply], Awaitable[None]] | None = None
 
 
 class CallRegistry:
@@ -75,6 +77,11 @@ class CallRegistry:
 
     def __len__(self) -> int:
         return len(self._calls)
+
+    def live(self, person_id: str) -> Call | None:
+        """The person's call in this process, if one is live and can be spoken on."""
+        call = self._calls.get(person_id)
+        return call if call is not None and call.end_reason is None and call.speak is not None else None
 
     @contextlib.contextmanager
     def claim(self, person: Person, channel: str) -> Any:

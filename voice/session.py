@@ -34,6 +34,7 @@ class CallSession:
             voice_turn(doors.turns, call.person, zone=zone, channel=call.channel), on_end_call=self._agent_ended
         )
         self.clock = CallClock(call, doors.limits, speak=self.agent.speak)
+        call.speak = self.agent.speak
         self._worker: PipelineWorker | None = None
 
     def _agent_ended(self) -> None:

@@ -135,3 +135,31 @@ async def test_a_failing_delivery_is_retried_with_a_growing_backoff_then_given_u
     assert await delivery.deliver(note.id) == "failed"
     assert await delivery.deliver(note.id) == "failed", "a given-up note stays given up"
     assert len(calls) == 2
+
+
+async def test_a_note_that_fires_during_a_call_is_said_on_the_call(app: App) -> None:
+    """The call's audio pipeline is replaced by what it would speak; the registry, the
+    dispatcher, the wake turn on the voice channel and the thread are the real ones."""
+    from agents import SpokenReply
+
+    headers = await app.sign_in()
+    await app.say(headers, "remind me in 2 seconds to stretch")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    person = await app.services.people.get(me)
+    assert person is not None
+    spoken: list[SpokenReply] = []
+
+    async def speak(reply: SpokenReply) -> None:
+        spoken.append(reply)
+
+    with app.services.voice.registry.claim(person, "voice") as call:
+        call.speak = speak
+        note = await pending_note(app, me)
+        await wait_delivered(app, note.id)
+    [said] = spoken
+    assert " ".join(s.text for s in said.segments) == "Hey Budi, it's time to stretch!"
+    assert [s.emotion for s in said.segments] == ["affectionate"], "the voice layer's emotion tag, never spoken"
+    thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    assert [(m["author"], m["channel"]) for m in thread[-2:]] == [("postera", "voice"), ("ava", "voice")]
+    assert thread[-1]["text"] == "Hey Budi, it's time to stretch!"
+    assert thread[-1]["emotions"] == ["affectionate"]
