@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import firebase_admin
@@ -25,13 +26,20 @@ def topic_for(person_id: str) -> str:
     return "person_" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in person_id)
 
 
+# firebase-admin's `messaging.send(message, app=...)`; a test passes a stand-in.
+Send = Callable[..., str]
+
+
 class FcmPush:
-    def __init__(self, *, credentials_path: str | None, timeout_s: float = 10.0, app: Any = None) -> None:
+    def __init__(
+        self, *, credentials_path: str | None, timeout_s: float = 10.0, app: Any = None, send: Send | None = None
+    ) -> None:
         if app is None:
             cred = credentials.Certificate(credentials_path) if credentials_path else None
             app = firebase_admin.initialize_app(cred, name="avagenc-push")
         self._app = app
         self._timeout_s = timeout_s
+        self._send = send or messaging.send
 
     async def send(self, *, notification: Notification) -> None:
         message = messaging.Message(
@@ -41,6 +49,6 @@ class FcmPush:
         )
         try:
             async with asyncio.timeout(self._timeout_s):
-                await asyncio.to_thread(messaging.send, message, app=self._app)
+                await asyncio.to_thread(self._send, message, app=self._app)
         except (TimeoutError, exceptions.FirebaseError, ValueError) as exc:
             log.warning("push to %s failed: %s", notification.person_id, type(exc).__name__)

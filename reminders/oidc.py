@@ -16,9 +16,12 @@ from reminders.errors import CallbackRefused
 
 
 class GoogleIdTokens:
-    def __init__(self, *, timeout_s: float = 10.0) -> None:
+    """`request` is google-auth's HTTP transport, used to fetch Google's public certificates
+    (a test passes one serving certificates of its own)."""
+
+    def __init__(self, *, timeout_s: float = 10.0, request: Any = None) -> None:
         self._timeout_s = timeout_s
-        self._request = auth_requests.Request()
+        self._request = request if request is not None else auth_requests.Request()
 
     async def verify(self, *, token: str, audience: str) -> str:
         if len(token) > 4096:
