@@ -68,7 +68,7 @@ def google() -> tuple[IdTokenVerifier, Issue]:
     verifier = GoogleIdTokens(request=CertsServer({"k1": cert.decode()}))
 
     def issue(email: str = CALLER, audience: str = AUDIENCE, expires_in_s: int = 600, forged: bool = False) -> str:
-        signer = crypt.RSASigner.from_string(forged_key if forged else key, key_id="k1")
+        signer = crypt.RSASigner.from_string(forged_key if forged else key, key_id="k1")  # type: ignore[no-untyped-call]
         now = int(time.time())
         claims = {
             "iss": "https://accounts.google.com",
@@ -78,7 +78,8 @@ def google() -> tuple[IdTokenVerifier, Issue]:
             "iat": now - 10,
             "exp": now + expires_in_s,
         }
-        return jwt.encode(signer, claims).decode()
+        token: bytes = jwt.encode(signer, claims)  # type: ignore[no-untyped-call]
+        return token.decode()
 
     return verifier, issue
 
