@@ -59,10 +59,14 @@ def build_callback_router(reminders: Reminders, delivery: Delivery, gate: Callba
         """Scheduler callback: deliver the note now (signed; never a person's token)."""
         scheme, _, token = (authorization or "").partition(" ")
         bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
-        if not signature and not bearer:
+        # Who is calling is settled before anything about the note is revealed.
+        if signature:
+            gate.check_signature(await reminders.lookup(note_id), signature)
+        elif bearer:
+            await gate.check_caller(bearer)
+        else:
             raise CallbackRefused("Deliveries need a scheduler's signature.")
         note = await reminders.find(note_id)
-        await gate.check(note, signature=signature, bearer=bearer)
         status = await delivery.deliver(note.id)
         if status in _RETRY_LATER:
             return problem(503, "reminder_busy", "Try this delivery again later", f"The note is {status}.")

@@ -117,13 +117,24 @@ class CallbackGate:
     def sign(self, note: Note) -> str:
         return self._signer.sign(note)
 
+    async def check_caller(self, bearer: str) -> None:
+        """A Cloud Tasks OIDC token from our service account (needs no note to check)."""
+        if self._id_tokens is None or not self._service_account:
+            raise CallbackRefused("Deliveries need a scheduler's signature.")
+        email = await self._id_tokens.verify(token=bearer, audience=self._audience)
+        if not hmac.compare_digest(email.encode(), self._service_account.encode()):
+            raise CallbackRefused("This caller may not deliver notes.")
+
+    def check_signature(self, note: Note | None, signature: str) -> None:
+        """The HMAC over this note; an unknown note fails the same way as a bad signature."""
+        if note is None:
+            raise CallbackRefused("The delivery signature is not valid.")
+        self._signer.check(note, signature)
+
     async def check(self, note: Note, *, signature: str | None, bearer: str | None) -> None:
         if signature:
-            self._signer.check(note, signature)
-            return
-        if bearer and self._id_tokens is not None and self._service_account:
-            email = await self._id_tokens.verify(token=bearer, audience=self._audience)
-            if not hmac.compare_digest(email.encode(), self._service_account.encode()):
-                raise CallbackRefused("This caller may not deliver notes.")
-            return
-        raise CallbackRefused("Deliveries need a scheduler's signature.")
+            self.check_signature(note, signature)
+        elif bearer:
+            await self.check_caller(bearer)
+        else:
+            raise CallbackRefused("Deliveries need a scheduler's signature.")

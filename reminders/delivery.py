@@ -103,6 +103,18 @@ class Delivery:
         done = await self._notes.delivered(note.id, run_id=woken.run_id, outcome=woken.outcome, preview=preview)
         if done is None:
             return "done_before"  # a slower twin of this attempt finished it first
+        late_s = (done.delivered_at - done.due_at).total_seconds() if done.delivered_at else 0.0
+        log.info(
+            "note delivered",
+            extra={
+                "person": done.person_id,
+                "note": done.id,
+                "run": done.run_id,
+                "outcome": done.outcome,
+                "attempts": done.attempts,
+                "late_ms": round(late_s * 1000),
+            },
+        )
         await self._tell(done, woken)
         return "delivered"
 

@@ -51,9 +51,12 @@ class Reminders:
             raise NoteNotFound("There is no such note.")
         return note
 
+    async def lookup(self, note_id: str) -> Note | None:
+        """Any person's note by id: only for the scheduler callback."""
+        return await self._notes.get(note_id) if len(note_id) <= 64 else None
+
     async def find(self, note_id: str) -> Note:
-        """Any person's note by id: only for the signed scheduler callback."""
-        note = await self._notes.get(note_id) if len(note_id) <= 64 else None
+        note = await self.lookup(note_id)
         if note is None:
             raise NoteNotFound("There is no such note.")
         return note

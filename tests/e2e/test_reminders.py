@@ -162,6 +162,11 @@ async def test_the_callback_takes_a_scheduler_signature_never_a_persons_token(ap
     assert (await app.client.post(url)).status_code == 401
     assert (await app.client.post(url, headers={"Authorization": headers["Authorization"]})).status_code == 401
     assert (await app.client.post(url, headers={"x-avagenc-signature": "v1=00"})).status_code == 401
+    unknown = "/v1/reminders/pstr_nobodysnote/deliver"
+    assert (await app.client.post(unknown, headers={"x-avagenc-signature": "v1=00"})).status_code == 401, (
+        "an unknown note and a bad signature look the same"
+    )
+    assert (await app.client.post(unknown, headers={"Authorization": "Bearer x"})).status_code == 401
     parts = app.services.reminders
     assert parts is not None
     [note] = await notes_of(app, await person_id(app, headers))
