@@ -230,3 +230,15 @@ async def test_specialists_have_no_wake_tools(app: App, text: str) -> None:
     assert {"schedule_wake", "list_wakes", "cancel_wake"} <= tools
     for name in ("zee", "yori", "rafal"):
         assert not {t.name for t in app.services.turns._toolbox.specs_for(name)} & {"schedule_wake", "list_wakes"}
+
+
+async def test_listing_and_cancelling_in_indonesian(app: App) -> None:
+    headers = await app.sign_in("Sari")
+    await app.say(headers, "ingatkan aku jam 17:00 jemput Nay")
+    await app.say(headers, "ingatkan aku dalam 10 menit untuk minum obat")
+    listed = (await app.say(headers, "apa saja pengingatku?")).json()["messages"][-1]["text"]
+    assert listed.startswith("Nanti aku ingetin: ")
+    assert "jemput Nay jam " in listed and "minum obat jam " in listed
+    cancelled = (await app.say(headers, "batalkan pengingat jemput Nay")).json()["messages"][-1]["text"]
+    assert cancelled == "Oke, pengingat jemput Nay aku batalin."
+    assert [n["text"] for n in await upcoming(app, headers)] == ["Ingatkan Sari untuk minum obat."]
