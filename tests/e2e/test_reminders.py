@@ -11,10 +11,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
-import pytest
 
+from agents import SandboxHome
 from chat import EventLog
 from ledger import Posting, TransactionSpec, user_account
+from main import build_toolbox
 from reminders import LocalPush, Note
 from tests.conftest import App
 
@@ -224,12 +225,15 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
     assert "wallet is empty" in pushed.body
 
 
-@pytest.mark.parametrize("text", ["remind me in 2 minutes to stretch", "ingatkan aku dalam 2 menit untuk stretching"])
-async def test_specialists_have_no_wake_tools(app: App, text: str) -> None:
-    tools = {t.name for t in app.services.turns._toolbox.specs_for("ava")}
-    assert {"schedule_wake", "list_wakes", "cancel_wake"} <= tools
+def test_only_ava_has_wake_tools(app: App) -> None:
+    parts = app.services.reminders
+    assert parts is not None
+    toolbox = build_toolbox(home=SandboxHome(app.services.pool), reminders=parts.reminders)
+    assert {"schedule_wake", "list_wakes", "cancel_wake"} <= {t.name for t in toolbox.specs_for("ava")}
     for name in ("zee", "yori", "rafal"):
-        assert not {t.name for t in app.services.turns._toolbox.specs_for(name)} & {"schedule_wake", "list_wakes"}
+        assert not {t.name for t in toolbox.specs_for(name)} & {"schedule_wake", "list_wakes", "cancel_wake"}
+    [schedule] = [t for t in toolbox.specs_for("ava") if t.name == "schedule_wake"]
+    assert "remember nothing else" in schedule.description, "her future self needs a self-contained note"
 
 
 async def test_listing_and_cancelling_in_indonesian(app: App) -> None:
