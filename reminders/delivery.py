@@ -125,7 +125,10 @@ class Delivery:
             log.exception("announcing delivered note %s failed", note.id)
         body = first_line(woken.reply)
         if woken.outcome == "wallet_empty":
-            body = f"{first_line(note.text, chars_max=120)} — {WALLET_EMPTY_BODY}"
+            # Why is said once: while the wallet stays empty, later notes arrive as written.
+            body = first_line(note.text, chars_max=120)
+            if await self._notes.previous_outcome(note.person_id, besides=note.id) != "wallet_empty":
+                body = f"{body} — {WALLET_EMPTY_BODY}"
         if not body:
             return
         try:

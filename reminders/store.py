@@ -96,6 +96,10 @@ ORDER BY due_at LIMIT $2
 """
 _QUEUED_SQL = "UPDATE wake_notes SET queued_at = clock_timestamp() WHERE id = $1"
 _DELETE_SQL = "DELETE FROM wake_notes WHERE id = $1"
+_PREVIOUS_OUTCOME_SQL = """
+SELECT outcome FROM wake_notes WHERE person_id = $1 AND status = 'delivered' AND id <> $2
+ORDER BY delivered_at DESC LIMIT 1
+"""
 
 UPCOMING: tuple[str, ...] = ("pending", "delivering")
 PAST: tuple[str, ...] = ("delivered", "cancelled", "failed")
@@ -187,6 +191,11 @@ class Notes:
     async def attempt_failed(self, note_id: str, *, error: str, attempts_max: int, backoff_s: float) -> Note | None:
         row = await self._pool.fetchrow(_ATTEMPT_FAILED_SQL, note_id, error[:500], attempts_max, backoff_s)
         return _note(row) if row else None
+
+    async def previous_outcome(self, person_id: str, *, besides: str) -> str | None:
+        """How the person's last other delivered note ended (None: there was none)."""
+        value = await self._pool.fetchval(_PREVIOUS_OUTCOME_SQL, person_id, besides)
+        return None if value is None else str(value)
 
     async def unqueued(self, *, within_s: float, limit: int) -> list[Note]:
         """Pending notes no external queue holds yet, due within `within_s`."""

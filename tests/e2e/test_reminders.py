@@ -17,6 +17,7 @@ from chat import EventLog
 from ledger import Posting, TransactionSpec, user_account
 from main import build_toolbox
 from reminders import LocalPush, Note
+from reminders.delivery import WALLET_EMPTY_BODY
 from tests.conftest import App
 
 
@@ -200,7 +201,8 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
     app: App, pool: asyncpg.Pool
 ) -> None:
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 1 second to stretch")
+    await app.say(headers, "remind me in 3 seconds to stretch")
+    await app.say(headers, "remind me in 4 seconds to drink water")
     me = await person_id(app, headers)
     # The wallet runs dry before the note fires (Ava's confirmation was charged already).
     balance = (await app.client.get("/v1/wallet", headers=headers)).json()["balance_micros"]
@@ -213,16 +215,19 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
     )
 
     async def fired() -> list[Note]:
-        return [n for n in await notes_of(app, me) if n.status == "delivered"]
+        delivered = [n for n in await notes_of(app, me) if n.status == "delivered"]
+        return delivered if len(delivered) == 2 else []
 
-    [note] = await eventually(fired)
-    assert note.outcome == "wallet_empty" and note.run_id is None
+    for note in await eventually(fired):
+        assert note.outcome == "wallet_empty" and note.run_id is None
     messages = await thread(app, headers)
-    assert [m["author"] for m in messages][-1] == "postera", "the note is in the thread, as written"
+    assert [m["author"] for m in messages][-2:] == ["postera", "postera"], "the notes are in the thread, as written"
+    assert [m["text"] for m in messages][-2:] == ["Remind Budi to stretch.", "Remind Budi to drink water."]
     parts = app.services.reminders
     assert parts is not None and isinstance(parts.push, LocalPush)
-    [pushed] = parts.push.sent_to(me)
-    assert "wallet is empty" in pushed.body
+    first, second = parts.push.sent_to(me)
+    assert first.body == "Remind Budi to stretch. — " + WALLET_EMPTY_BODY
+    assert second.body == "Remind Budi to drink water.", "why is said once, not with every note"
 
 
 def test_only_ava_has_wake_tools(app: App) -> None:
