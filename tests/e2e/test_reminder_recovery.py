@@ -4,6 +4,7 @@ delivery that dies halfway is finished by a retry without waking Ava twice."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -45,9 +46,11 @@ async def test_a_note_scheduled_before_a_restart_is_delivered_by_the_next_server
     async with running(settings) as (services, fastapi_app):
         first = App(services, fastapi_app)
         headers = await first.sign_in()
-        reply = await first.say(headers, "remind me in 3 seconds to stretch")
+        scheduled_at = time.monotonic()
+        reply = await first.say(headers, "remind me in 6 seconds to stretch")
         assert reply.json()["messages"][-1]["text"].startswith("Okay, I'll remind you to stretch")
         await first.client.aclose()
+    assert time.monotonic() - scheduled_at < 5, "the first server stopped before the note was due"
     # The first server is gone before the note is due; a new one starts on the same database.
     async with running(settings) as (services, fastapi_app):
         second = App(services, fastapi_app)
