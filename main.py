@@ -292,8 +292,9 @@ def start_reminders(
     people: People,
     pool: asyncpg.Pool,
     live_call: Callable[[str], Call | None] | None = None,
+    dispatch: bool = True,
 ) -> None:
-    """Wire delivery to the turns and start the queue's background work in this process."""
+    """Wire delivery to the turns and (with `dispatch`) start the queue's background work."""
 
     async def announce(note: Note) -> None:
         await publish_reminder_delivered(pool, note.person_id, note.as_json())
@@ -305,7 +306,8 @@ def start_reminders(
         announce=announce,
         limits=parts.limits,
     )
-    parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")
+    if dispatch:
+        parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")
 
 
 @dataclass
@@ -370,7 +372,11 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     return failed
 
 
-async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+async def start_services(
+    settings: Settings, *, model: Model | None = None, migrate_first: bool = True, background: bool = True
+) -> Services:
+    """Everything one process runs. `background=False` (one-shot CLI commands) builds the
+    same services without the work a server does on its own, such as delivering wake notes."""
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
     lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
@@ -443,7 +449,9 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
-    start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live)
+    start_reminders(
+        reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live, dispatch=background
+    )
     return Services(
         settings=settings,
         dsn=dsn,
@@ -548,7 +556,7 @@ async def _migrate(settings: Settings) -> None:
 
 
 async def _user_token(settings: Settings, name: str) -> None:
-    services = await start_services(settings)
+    services = await start_services(settings, background=False)
     try:
         person, created = await services.people.sign_in_local(name)
         if created:
@@ -568,7 +576,7 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
     if not amount.isdigit() or int(amount) <= 0:
         print(f"error: AMOUNT must be a whole number of rupiah above zero, not {amount!r}", file=sys.stderr)
         return 2
-    services = await start_services(settings)
+    services = await start_services(settings, background=False)
     try:
         person = await _find_person(services, who)
         if person is None:
@@ -593,7 +601,7 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
 
 
 async def _wallet_verify(settings: Settings) -> int:
-    services = await start_services(settings)
+    services = await start_services(settings, background=False)
     try:
         report = await services.ledger.verify()
     finally:
