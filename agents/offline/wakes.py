@@ -17,7 +17,7 @@ from typing import Any
 
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
-from agents.offline.words import Lang, has_any, words_of
+from agents.offline.words import Lang, has_any, intent_of, words_of
 
 _SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku")
 _LIST = (
@@ -54,7 +54,9 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 _CLOCK = re.compile(
-    r"\b(?:at|jam|pukul|pkl)\s+(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.|pagi|siang|sore|malam)?(?!\w)",
+    r"\b(?:at|jam|pukul|pkl)\s+(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.|pagi|siang|sore|malam)?(?!\w)"
+    # "set the AC at 24 degrees", "volume at 50%" are settings, not times.
+    r"(?!\s*(?:°|%|degrees?|derajat|persen|percent|c\b))",
     re.IGNORECASE,
 )
 _PRONOUNS = {"my": "your", "me": "you", "i": "you", "myself": "yourself", "i'm": "you're", "mine": "yours"}
@@ -63,6 +65,9 @@ _TASK_ID = re.compile(
     r"\b(?:ingatkan|ingetin|ingatin)\s+(?:aku|saya|gue|gw|ku)?\s*(?:untuk|buat|utk|supaya|biar)?\s*(.*)$",
     re.IGNORECASE | re.DOTALL,
 )
+# Work for a specialist at a later time is a note to hand it on when Ava wakes.
+_LATER_WORK = {"home": "zee", "music": "yori", "workspace": "rafal"}
+_HAND_ON = re.compile(r"^(?:Hand on to|Teruskan ke) (\w+): (.+)$", re.DOTALL)
 _NOTE_EN = re.compile(r"^Remind (.+?) to (.+?)\.?$", re.DOTALL)
 _NOTE_ID = re.compile(r"^Ingatkan (.+?) untuk (.+?)\.?$", re.DOTALL)
 
@@ -82,6 +87,8 @@ def _kind(request: str) -> str | None:
         return "cancel"
     if has_any(request, _SCHEDULE):
         return "schedule"
+    if _has_time(request) and intent_of(request) in _LATER_WORK:
+        return "later"  # "turn off the AC in 10 minutes": a specialist acts only now
     return None
 
 
@@ -112,7 +119,8 @@ def _when(request: str, now: datetime) -> datetime | None:
 
 
 def _has_time(request: str) -> bool:
-    return bool(_RELATIVE.search(request) or _CLOCK.search(request))
+    """Names a moment that exists ("at 24" is a setting, not a time)."""
+    return _when(request, datetime(2000, 1, 1)) is not None  # noqa: DTZ001 - only asks whether it parses
 
 
 def _task(request: str, lang: Lang) -> str:
@@ -175,6 +183,31 @@ def _schedule(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     return "", [call("schedule_wake", {"note": note, "at_local": when.strftime("%Y-%m-%dT%H:%M:%S")})]
 
 
+def _later(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    """Work for a specialist at a later time: a note to hand it on then, never a handoff now."""
+    scheduled = s.last_result("schedule_wake")
+    if scheduled is not None:
+        if "error" in scheduled:
+            return _pick(
+                lang, f"I couldn't plan that: {scheduled['error']}", f"Maaf, gagal aku jadwalkan: {scheduled['error']}"
+            ), []
+        seen = s.last_result("list_wakes") or {}
+        shown = _clock_text(
+            scheduled["scheduled"]["due_local"], str(seen.get("now_local", "")) or scheduled["scheduled"]["due_local"]
+        )
+        return _pick(lang, f"Okay, I'll take care of it at {shown}.", f"Oke, jam {shown} aku urus ya."), []
+    listing = s.last_result("list_wakes")
+    if listing is None:
+        return "", [call("list_wakes", {})]
+    when = _when(s.request, datetime.fromisoformat(str(listing["now_local"])))
+    work = " ".join(_CLOCK.sub(" ", _RELATIVE.sub(" ", s.request)).split()).strip(" .!,;")
+    if when is None or not work:
+        return _pick(lang, "When should I do that?", "Mau dilakukan kapan?"), []
+    specialist = _LATER_WORK[intent_of(s.request)].capitalize()
+    note = _pick(lang, f"Hand on to {specialist}: {work}", f"Teruskan ke {specialist}: {work}")
+    return "", [call("schedule_wake", {"note": note, "at_local": when.strftime("%Y-%m-%dT%H:%M:%S")})]
+
+
 def _list(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     listing = s.last_result("list_wakes")
     if listing is None:
@@ -219,8 +252,18 @@ def _cancel(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
 
 
 def _woken(s: Situation) -> tuple[str, list[FunctionCall]]:
-    """Woken by a note: say it so the first line stands alone as a notification."""
+    """Woken by a note: hand its work on now, or say it so the first line stands alone as a
+    notification."""
     note = s.request.strip()
+    hand_on = _HAND_ON.match(note)
+    if hand_on and hand_on.group(1).lower() in _LATER_WORK.values():
+        name = hand_on.group(1).lower()
+        answered = s.last_result(name)
+        if answered is None:
+            return "", [call(name, {"tag": f"@{name}"})]
+        # In text the person sees the specialist's reply; on a call only Ava is heard.
+        relay = str(answered.get("response", "")).strip().split("\n")[0]
+        return (f"{relay} #relieved#" if s.voice and relay else ""), []
     english, indonesian = _NOTE_EN.match(note), _NOTE_ID.match(note)
     if english:
         text = f"Hey {english.group(1)}, it's time to {english.group(2)}!"
@@ -239,13 +282,19 @@ def wake_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if kind is None:
         return None
     lang = _lang(s)
+    if kind == "later" and s.request.rstrip().endswith("?"):
+        return _pick(
+            lang,
+            'I can do that later for you: say when, like "turn off the AC at 22:00".',
+            'Bisa aku lakukan nanti: bilang aja kapan, misalnya "matikan AC jam 22:00".',
+        ), []
     if kind == "schedule" and s.request.rstrip().endswith("?") and not _has_time(s.request):
         return _pick(
             lang,
             'Yes! Tell me when and what, like "remind me in 10 minutes to stretch".',
             'Bisa! Bilang aja kapan dan soal apa, misalnya "ingatkan aku dalam 10 menit untuk peregangan".',
         ), []
-    turn = {"schedule": _schedule, "list": _list, "cancel": _cancel}[kind](s, lang)
+    turn = {"schedule": _schedule, "later": _later, "list": _list, "cancel": _cancel}[kind](s, lang)
     if s.voice and turn[0]:
         return turn[0] + " #neutral#", turn[1]
     return turn

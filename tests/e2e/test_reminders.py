@@ -251,3 +251,29 @@ async def test_listing_and_cancelling_in_indonesian(app: App) -> None:
     cancelled = (await app.say(headers, "batalkan pengingat jemput Nay")).json()["messages"][-1]["text"]
     assert cancelled == "Oke, pengingat jemput Nay aku batalin."
     assert [n["text"] for n in await upcoming(app, headers)] == ["Ingatkan Sari untuk minum obat."]
+
+
+async def test_work_for_later_is_a_note_and_handed_on_when_ava_wakes(app: App) -> None:
+    headers = await app.sign_in()
+    me = await person_id(app, headers)
+    home = SandboxHome(app.services.pool)
+    await app.say(headers, "turn on the bedroom light")
+    assert (await home.device_status(person_id=me, device_id="sbx-light-bedroom"))["switch_led"] is True
+    body = (await app.say(headers, "turn off the bedroom light in 2 seconds")).json()
+    assert [m["author"] for m in body["messages"]] == ["human", "ava"], "nobody acts before the time"
+    assert body["messages"][-1]["text"].startswith("Okay, I'll take care of it at ")
+    assert (await home.device_status(person_id=me, device_id="sbx-light-bedroom"))["switch_led"] is True
+    [note] = await upcoming(app, headers)
+    assert note["text"] == "Hand on to Zee: turn off the bedroom light"
+
+    async def handed_on() -> list[dict[str, Any]]:
+        messages = await thread(app, headers)
+        return messages if messages[-1]["author"] == "zee" else []
+
+    messages = await eventually(handed_on)
+    assert [m["author"] for m in messages[-3:]] == ["postera", "ava", "zee"]
+    assert messages[-2]["text"] == "@zee"
+    assert (await home.device_status(person_id=me, device_id="sbx-light-bedroom"))["switch_led"] is False
+    parts = app.services.reminders
+    assert parts is not None and isinstance(parts.push, LocalPush)
+    assert parts.push.sent_to(me)[-1].body == messages[-1]["text"], "the push says what was done"
