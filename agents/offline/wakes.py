@@ -279,7 +279,8 @@ def wake_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if s.trigger == "postera":
         return _woken(s)
     kind = _kind(s.request)
-    if kind is None:
+    tools = getattr(s, "tools", None)  # the tools this run has, where the situation lists them
+    if kind is None or (tools is not None and "schedule_wake" not in tools):
         return None
     lang = _lang(s)
     if kind == "later" and s.request.rstrip().endswith("?"):
