@@ -68,7 +68,7 @@ async def test_a_note_scheduled_before_a_restart_is_delivered_by_the_next_server
 
 async def test_a_claim_whose_worker_died_is_taken_again_after_its_lease(app: App) -> None:
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 3 seconds to stretch")
+    await app.say(headers, "remind me in 4 seconds to stretch")
     me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
     parts = app.services.reminders
     assert parts is not None
@@ -84,7 +84,7 @@ async def test_a_claim_whose_worker_died_is_taken_again_after_its_lease(app: App
 
 async def test_a_delivery_that_crashes_after_ava_ran_is_retried_and_she_runs_once(app: App) -> None:
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 3 seconds to stretch")
+    await app.say(headers, "remind me in 4 seconds to stretch")
     me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
     parts = app.services.reminders
     assert parts is not None
@@ -146,7 +146,7 @@ async def test_a_note_that_fires_during_a_call_is_said_on_the_call(app: App) -> 
     from agents import SpokenReply
 
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 2 seconds to stretch")
+    await app.say(headers, "remind me in 4 seconds to stretch")
     me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
     person = await app.services.people.get(me)
     assert person is not None

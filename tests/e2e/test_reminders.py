@@ -133,11 +133,11 @@ async def test_a_request_without_a_time_gets_a_question_not_a_guess(app: App) ->
 
 async def test_a_cancelled_note_never_fires(app: App) -> None:
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 1 second to stretch")
+    await app.say(headers, "remind me in 3 seconds to stretch")
     [note] = await upcoming(app, headers)
     response = await app.client.delete(f"/v1/reminders/{note['id']}", headers=headers)
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
-    await asyncio.sleep(2.0)
+    await asyncio.sleep(4.0)
     assert [m["author"] for m in await thread(app, headers)] == ["human", "ava"]
     again = await app.client.delete(f"/v1/reminders/{note['id']}", headers=headers)
     assert again.status_code == 409 and again.json()["type"] == "reminder_not_pending"
@@ -201,8 +201,8 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
     app: App, pool: asyncpg.Pool
 ) -> None:
     headers = await app.sign_in()
-    await app.say(headers, "remind me in 3 seconds to stretch")
-    await app.say(headers, "remind me in 4 seconds to drink water")
+    await app.say(headers, "remind me in 5 seconds to stretch")
+    await app.say(headers, "remind me in 6 seconds to drink water")
     me = await person_id(app, headers)
     # The wallet runs dry before the note fires (Ava's confirmation was charged already).
     balance = (await app.client.get("/v1/wallet", headers=headers)).json()["balance_micros"]
@@ -225,7 +225,13 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
     assert [m["text"] for m in messages][-2:] == ["Remind Budi to stretch.", "Remind Budi to drink water."]
     parts = app.services.reminders
     assert parts is not None and isinstance(parts.push, LocalPush)
-    first, second = parts.push.sent_to(me)
+    push = parts.push
+
+    async def both_pushed() -> list[Any]:
+        sent = push.sent_to(me)
+        return sent if len(sent) == 2 else []
+
+    first, second = await eventually(both_pushed)
     assert first.body == "Remind Budi to stretch. — " + WALLET_EMPTY_BODY
     assert second.body == "Remind Budi to drink water.", "why is said once, not with every note"
 
@@ -276,4 +282,10 @@ async def test_work_for_later_is_a_note_and_handed_on_when_ava_wakes(app: App) -
     assert (await home.device_status(person_id=me, device_id="sbx-light-bedroom"))["switch_led"] is False
     parts = app.services.reminders
     assert parts is not None and isinstance(parts.push, LocalPush)
-    assert parts.push.sent_to(me)[-1].body == messages[-1]["text"], "the push says what was done"
+    push = parts.push
+
+    async def pushed() -> list[Any]:
+        return push.sent_to(me)
+
+    [notification] = await eventually(pushed)  # pushed once the note is marked delivered
+    assert notification.body == messages[-1]["text"], "the push says what was done"

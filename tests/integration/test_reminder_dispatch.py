@@ -111,5 +111,6 @@ async def test_a_note_written_while_the_dispatcher_sleeps_is_delivered_on_time(
             or 0.0
         )
     assert woken[soon.id] == 1
-    # Woken by its NOTIFY and then by its own due time: far under any polling interval.
-    assert 0 <= lateness_s < 0.5, lateness_s
+    # Without the NOTIFY the dispatcher would have slept for five hours; woken by it, it
+    # slept until the note's own due time. (How late, at scale: bench/reminder_lateness.py.)
+    assert 0 <= lateness_s < 2.0, lateness_s
