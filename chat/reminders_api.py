@@ -14,15 +14,47 @@ help (the note is being delivered elsewhere, or this attempt failed).
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from chat.api import ChatApi, current_person_dependency
 from chat.edge import problem
 from chat.people import Person
+from chat.schemas import Problem
 from reminders import SIGNATURE_HEADER, CallbackGate, CallbackRefused, Delivery, ReminderError, Reminders
 
 PAST_MAX = 200
+
+
+class ReminderOut(BaseModel):
+    id: str = Field(description="`pstr_…`")
+    agent: str
+    text: str = Field(description="The note as Ava wrote it to her future self.")
+    due_at: str = Field(description="When it is due (ISO 8601, UTC).")
+    due_local: str = Field(description="The same moment as local wall-clock time in `time_zone`.")
+    time_zone: str = Field(description="The zone the note was written in.")
+    status: str = Field(description="pending, delivering, delivered, cancelled or failed")
+    created_at: str
+    run_id: str | None = Field(description="The run the note woke, once delivered.")
+    outcome: str | None = Field(description="ran, silent, wallet_empty or gave_up, once finished.")
+    preview: str | None = Field(description="The first line the person was told.")
+    delivered_at: str | None
+
+
+class RemindersOut(BaseModel):
+    upcoming: list[ReminderOut]
+    past: list[ReminderOut]
+
+
+class DeliveryOut(BaseModel):
+    id: str
+    status: str = Field(description="delivered, done_before, cancelled or failed: all final.")
+
+
+def _problems(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in codes}
+
 
 # Each reminders error code and what it means at the HTTP edge.
 _STATUS = {
@@ -50,7 +82,7 @@ def build_callback_router(reminders: Reminders, delivery: Delivery, gate: Callba
     """Only the scheduler callback: it needs no person, so it stands on its own."""
     router = APIRouter(prefix="/v1", tags=["reminders"])
 
-    @router.post("/reminders/{note_id}/deliver", response_model=None)
+    @router.post("/reminders/{note_id}/deliver", response_model=DeliveryOut, responses=_problems(401, 404, 422, 503))
     async def deliver(
         note_id: str,
         authorization: Annotated[str | None, Header()] = None,
@@ -80,7 +112,7 @@ def build_reminders_router(api: ChatApi, reminders: Reminders) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["reminders"])
     current_person = current_person_dependency(api)
 
-    @router.get("/reminders")
+    @router.get("/reminders", response_model=RemindersOut, responses=_problems(401, 422))
     async def list_reminders(
         person: Annotated[Person, Depends(current_person)],
         past_limit: Annotated[int, Query(ge=0, le=PAST_MAX)] = 20,
@@ -90,7 +122,7 @@ def build_reminders_router(api: ChatApi, reminders: Reminders) -> APIRouter:
         past = await reminders.past(person.id, limit=past_limit) if past_limit else []
         return {"upcoming": [n.as_json() for n in upcoming], "past": [n.as_json() for n in past]}
 
-    @router.delete("/reminders/{note_id}")
+    @router.delete("/reminders/{note_id}", response_model=ReminderOut, responses=_problems(401, 404, 409, 422))
     async def cancel_reminder(note_id: str, person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """Cancel one pending note; 404 for a note that is not the person's."""
         return (await reminders.cancel(person.id, note_id)).as_json()

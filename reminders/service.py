@@ -4,6 +4,7 @@ the queue refuses is taken back)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from reminders.errors import NoteNotCancellable, NoteNotFound, QueueUnavailable
@@ -12,6 +13,12 @@ from reminders.queue import Queue
 from reminders.store import PAST, UPCOMING, Notes
 
 LIST_MAX = 200
+# What a note id can look like; anything else is no note (and never reaches a query).
+_NOTE_ID = re.compile(r"^pstr_[A-Za-z0-9_-]{1,43}$")
+
+
+def _plausible(note_id: str) -> bool:
+    return bool(_NOTE_ID.match(note_id))
 
 
 class Reminders:
@@ -46,14 +53,14 @@ class Reminders:
         return note
 
     async def get(self, person_id: str, note_id: str) -> Note:
-        note = await self._notes.get_own(person_id, note_id) if len(note_id) <= 64 else None
+        note = await self._notes.get_own(person_id, note_id) if _plausible(note_id) else None
         if note is None:
             raise NoteNotFound("There is no such note.")
         return note
 
     async def lookup(self, note_id: str) -> Note | None:
         """Any person's note by id: only for the scheduler callback."""
-        return await self._notes.get(note_id) if len(note_id) <= 64 else None
+        return await self._notes.get(note_id) if _plausible(note_id) else None
 
     async def find(self, note_id: str) -> Note:
         note = await self.lookup(note_id)
@@ -70,7 +77,7 @@ class Reminders:
         return await self._notes.of_person(person_id, statuses=PAST, limit=min(limit, LIST_MAX), newest_first=True)
 
     async def cancel(self, person_id: str, note_id: str) -> Note:
-        note = await self._notes.cancel(person_id, note_id) if len(note_id) <= 64 else None
+        note = await self._notes.cancel(person_id, note_id) if _plausible(note_id) else None
         if note is None:
             existing = await self.get(person_id, note_id)  # NoteNotFound for another's note
             raise NoteNotCancellable(f"That note is {existing.status} and can no longer be cancelled.")

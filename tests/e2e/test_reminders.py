@@ -154,6 +154,11 @@ async def test_another_persons_note_is_not_found(app: App) -> None:
     assert response.json()["type"] == "reminder_not_found"
     assert await upcoming(app, sari) == []
     assert len(await upcoming(app, budi)) == 1
+    for odd in ("pstr_%00x", "x" * 300, "pstr_" + "a" * 80, "%E2%80%8B"):
+        response = await app.client.delete(f"/v1/reminders/{odd}", headers=budi)
+        assert response.status_code == 404, (odd, response.text)
+        refused = await app.client.post(f"/v1/reminders/{odd}/deliver", headers={"x-avagenc-signature": "v1=0"})
+        assert refused.status_code == 401, (odd, refused.text)
 
 
 async def test_the_callback_takes_a_scheduler_signature_never_a_persons_token(app: App) -> None:
