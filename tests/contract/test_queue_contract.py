@@ -31,6 +31,7 @@ from reminders import (
     Note,
     Notes,
     Queue,
+    QueueUnavailable,
     ReminderError,
     Reminders,
     Woken,
@@ -184,3 +185,15 @@ async def test_cancelling_everything_for_forget_me(harness: Harness) -> None:
     assert await harness.reminders.cancel_pending("usr_budi") == 0
     await asyncio.sleep(1.2)
     assert harness.woken[first.id] == harness.woken[second.id] == 0
+
+
+async def test_a_note_cloud_tasks_refuses_is_not_kept(database_url: str, pool: asyncpg.Pool) -> None:
+    async with cloud_tasks(database_url, pool) as h:
+        assert h.fake is not None
+        h.fake.unavailable = True
+        with pytest.raises(QueueUnavailable):
+            await schedule(h, in_s=60)
+        assert await h.reminders.upcoming("usr_budi") == [], "nothing half-written"
+        h.fake.unavailable = False
+        note = await schedule(h, in_s=60)
+        assert [t.rsplit("/", 1)[-1] for t in h.fake.tasks] == [note.id], "one task, named by the note"

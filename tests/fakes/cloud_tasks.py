@@ -40,10 +40,13 @@ class FakeCloudTasks:
     tasks: dict[str, tasks_v2.Task] = field(default_factory=dict)
     retired: set[str] = field(default_factory=set)  # deleted or ran: names not reusable yet
     attempts: list[Attempt] = field(default_factory=list)
+    unavailable: bool = False  # the service answers 503 to every call
     _due: dict[str, datetime] = field(default_factory=dict)
 
     async def create_task(self, request: tasks_v2.CreateTaskRequest, *, timeout: float) -> tasks_v2.Task:  # noqa: ASYNC109
         task = request.task
+        if self.unavailable:
+            raise api_exceptions.ServiceUnavailable("try again later")  # type: ignore[no-untyped-call]
         if request.parent != self.queue_path or not task.name.startswith(self.queue_path + "/tasks/"):
             raise api_exceptions.InvalidArgument("task name is not in this queue")  # type: ignore[no-untyped-call]
         if task.name in self.tasks or task.name in self.retired:
