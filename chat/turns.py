@@ -41,8 +41,8 @@ from agents import (
     to_contents,
     window,
 )
-from chat.blank import is_blank
-from chat.errors import MessageBlank, MessageTooLong
+from chat.blank import is_blank, is_unkeepable
+from chat.errors import MessageBlank, MessageTooLong, TextInvalid
 from chat.people import Person
 from chat.routing import route
 from chat.runs import Run, Runs
@@ -106,6 +106,8 @@ class _Recorder:
 def check_text(text: str) -> str:
     if len(text) > TEXT_CHARS_MAX:
         raise MessageTooLong(f"A message holds at most {TEXT_CHARS_MAX} characters; this one has {len(text)}.")
+    if is_unkeepable(text):
+        raise TextInvalid("The text holds a NUL character or half of a surrogate pair; send plain UTF-8.")
     if is_blank(text):
         raise MessageBlank("Write something before sending.")
     return text
