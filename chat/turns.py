@@ -67,6 +67,22 @@ class TurnResult:
         return {"messages": [m.as_json() for m in self.messages], "runs": [r.as_json() for r in self.runs]}
 
 
+class _WalletEmptyAtHandoff(Exception):
+    """Ava tried to hand on but the wallet is empty: her run stops here, and she says why
+    in a reply of our own, so no further model call is made (or charged) for it."""
+
+    def __init__(self, specialist: AgentSpec) -> None:
+        super().__init__(f"the wallet is empty; {specialist.name} cannot run")
+        self.specialist = specialist
+
+
+def wallet_empty_reply(specialist: AgentSpec, channel: Channel) -> str:
+    """Ava's short explanation when a turn is refused at the handoff (voice: with the
+    emotion tag her voice uses, which the thread keeps as metadata)."""
+    text = f"Your wallet is empty, so I can't ask {specialist.display_name} right now. Top it up and ask me again."
+    return text if channel == "text" else f"{text} #guilty#"
+
+
 @dataclass(slots=True)
 class _Turn:
     """What every run of one turn shares."""
@@ -183,10 +199,7 @@ class Turns:
     def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
         async def delegate(specialist: AgentSpec, tag: str) -> str:
             if not await self._wallet.has_balance(turn.person.id):
-                raise ToolError(
-                    f"The person's wallet is empty, so {specialist.display_name} cannot run. "
-                    "Tell them kindly to top up."
-                )
+                raise _WalletEmptyAtHandoff(specialist)
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
@@ -258,6 +271,10 @@ class Turns:
                 limits=self._limits,
             )
             reply = "" if is_blank(outcome.text) else outcome.text.strip()
+        except _WalletEmptyAtHandoff as exc:
+            reply = wallet_empty_reply(exc.specialist, turn.channel)
+            await self._write_reply(turn, agent, run, reply)
+            error = ("insufficient_balance", "The wallet emptied before the handoff.")
         except RunLimitExceeded as exc:
             error = ("run_limit_exceeded", str(exc))
         except ModelUnavailable:
