@@ -131,7 +131,7 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
         "/v1/voice/webrtc/offer",
         response_model=Answer,
         tags=["voice"],
-        responses=problem_responses(400, 401, 402, 409, 413, 422, 503),
+        responses=problem_responses(400, 401, 402, 404, 409, 413, 422, 503),
     )
     async def offer(
         body: Offer,
