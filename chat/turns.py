@@ -158,7 +158,13 @@ class Turns:
     ) -> TurnResult:
         """Write the person's message, run whoever it is for, and return what the turn wrote."""
         check_text(text)
-        if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
+        if client_id is not None and await self._threads.by_client_id(person.id, client_id) is not None:
+            # A retry: the first attempt may still be running. Waiting for the thread
+            # means waiting for that turn to end, so the answer is the whole turn (every
+            # message and finished run), and an empty wallet since then is no 402.
+            async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
+                earlier = await self._replay(person, client_id)
+            assert earlier is not None, "a message once written stays"
             return earlier
         await self._wallet.guard(person.id)  # 402 before anything is written
         async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
