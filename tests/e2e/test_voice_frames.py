@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -49,7 +49,7 @@ def until_closed(ws: ClientConnection) -> tuple[list[Any], int | None]:
     return received, ws.close_code
 
 
-def refused(url: str, frames: list[str | bytes]) -> tuple[list[Any], int | None]:
+def refused(url: str, frames: Sequence[str | bytes]) -> tuple[list[Any], int | None]:
     with connect(url, max_size=2**20, open_timeout=10) as ws:
         try:
             for frame in frames:
