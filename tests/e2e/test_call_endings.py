@@ -60,6 +60,34 @@ async def test_a_phone_call_with_an_empty_wallet_closes_4402_with_the_error_even
     assert await app.services.voice.registry.emptied(timeout_s=5)
 
 
+async def test_a_webrtc_offer_with_an_empty_wallet_is_a_402_problem(app: App) -> None:
+    headers = await app.sign_in()
+    me = await app.services.local_tokens.verify(headers["Authorization"].removeprefix("Bearer "))
+    await drain(app, me, "test:drain")
+    sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"
+    response = await app.client.post("/v1/voice/webrtc/offer", json={"sdp": sdp, "type": "offer"}, headers=headers)
+    assert response.status_code == 402
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["type"] == "insufficient_balance"
+    assert len(app.services.voice.registry) == 0
+
+
+async def test_a_wallet_that_empties_mid_phone_call_is_said_then_the_line_closes_4402(app: App, base_url: str) -> None:
+    token = await token_for(app)
+    me = await app.services.local_tokens.verify(token)
+    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (phone, caller, heard):
+        await say_on_phone(caller, "what can you do")
+        await twilio.wait_for(heard, lambda h: len(h.ulaw) > 8_000, timeout_s=40)
+        first_reply_bytes = len(heard.ulaw)
+        await drain(app, me, "test:drain-mid-phone-call")
+        await say_on_phone(caller, "what time is it")
+        assert await closed(phone, timeout_s=40) == 4402
+    assert len(heard.ulaw) > first_reply_bytes + 8_000, "the notice is heard down the line"
+    thread = await app.services.threads.page(me, before=None, after=None, limit=50)
+    assert [m.author for m in thread] == ["human", "ava"]
+    assert await app.services.voice.registry.emptied(timeout_s=5)
+
+
 async def test_a_wallet_that_empties_mid_call_is_said_once_then_hangup_and_4402(app: App, base_url: str) -> None:
     token = await token_for(app)
     me = await app.services.local_tokens.verify(token)
