@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from pipecat.frames.frames import (
@@ -129,6 +129,24 @@ def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
     return run
 
 
+class Clock(Protocol):
+    """Time as the call limits see it; tests pass a clock they move by hand."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    """The real clock: monotonic seconds, asyncio's sleep."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
 class CallClock:
     """Ends calls that run too long or fall silent, speaking before it hangs up."""
 
@@ -138,29 +156,34 @@ class CallClock:
         limits: CallLimits,
         *,
         speak: Callable[[SpokenReply], Awaitable[None]],
+        clock: Clock | None = None,
         tick_s: float = 0.5,
     ) -> None:
         self._call = call
         self._limits = limits
         self._speak = speak
+        self._clock = clock or MonotonicClock()
         self._tick_s = tick_s
-        self._last_activity = time.monotonic()
+        self._started = self._clock.now()
+        self._last_activity = self._started
         self._checked = False
 
     def activity(self, *, by_person: bool = True) -> None:
         """Someone spoke. Ava's own "are you still there?" must not restart the silence it
         asks about, so once the check is out only the person resets the idle clock."""
         if by_person:
-            self._last_activity = time.monotonic()
+            self._last_activity = self._clock.now()
             self._checked = False
         elif not self._checked:
-            self._last_activity = time.monotonic()
+            self._last_activity = self._clock.now()
 
     async def run(self) -> None:
         while self._call.end_reason is None:
-            await asyncio.sleep(self._tick_s)
-            now = time.monotonic()
-            if now - self._call.started_at >= self._limits.duration_max_s:
+            await self._clock.sleep(self._tick_s)
+            now = self._clock.now()
+            if self._call.end_reason is not None:
+                return
+            if now - self._started >= self._limits.duration_max_s:
                 await self._end("max_duration", "We've been talking for a while, so I'll let you go now. Bye!")
             elif now - self._last_activity >= self._limits.idle_s:
                 await self._end("idle", "I'll hang up for now. Call me anytime!")

@@ -18,7 +18,7 @@ from pipecat.processors.frame_processor import FrameProcessor
 
 from chat import ChatError, People, Person, TokenVerifier, Turns
 from ledger import VoiceUsage
-from voice.calls import Call, CallLimits, CallRegistry
+from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
 from voice.pipeline import Engines, TurnTiming
 from voice.usage import UsageMeter
 
@@ -40,6 +40,8 @@ class VoiceDoors:
     timing: TurnTiming = field(default_factory=TurnTiming)
     guard: Guard | None = None
     bill: VoiceBill | None = None
+    # What the call limits measure time with (tests move a clock by hand).
+    clock: Clock = field(default_factory=MonotonicClock)
     registry: CallRegistry = field(init=False)
 
     def __post_init__(self) -> None:
