@@ -137,3 +137,22 @@ async def test_end_all_calls_says_goodbye_on_every_door_then_hangs_up_with_shutd
     hangup_at = next(i for i, item in enumerate(heard.items) if isinstance(item, dict) and item["type"] == "hangup")
     assert any(isinstance(i, bytes) for i in heard.items[:hangup_at]), "the goodbye is spoken before the hangup"
     assert phone_heard.of("media"), "the phone hears the goodbye"
+
+
+async def test_a_turn_refused_on_a_live_call_is_a_spoken_apology_and_the_call_goes_on(
+    app: App, base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat.errors import ThreadBusy
+
+    async def busy(*_args: object, **_kwargs: object) -> None:
+        raise ThreadBusy("Another request is still being answered; try again shortly.")
+
+    monkeypatch.setattr(app.services.turns, "post", busy)
+    token = await token_for(app)
+    async with call(base_url, token) as (ws, heard):
+        await say(ws, "what can you do")
+        await wait_for(heard, lambda h: bool(h.of("transcript", "assistant")) and len(h.audio) > 16_000, timeout_s=40)
+        assert "still working" in heard.of("transcript", "assistant")[0]["text"]
+        assert not heard.of("hangup") and len(app.services.voice.registry) == 1, "the call goes on"
+        await ws.send(json.dumps({"type": "hangup"}))
+        assert await closed(ws) == 1000
