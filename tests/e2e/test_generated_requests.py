@@ -29,7 +29,7 @@ from tests.conftest import App
 from tests.fakes.servers import serve_in_process
 
 ADMIN_KEY = "admin-" + "k" * 32
-EXAMPLES_PER_MODE = 300
+EXAMPLES_PER_MODE = 70
 REQUESTS_MIN = 1_000
 # The live event stream never ends on its own, so it is not for a request/response fuzzer
 # (tests/e2e/test_events.py covers its bad input).
