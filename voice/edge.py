@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 from fastapi import WebSocket
@@ -63,8 +62,6 @@ _NOTICES: dict[str, Segment] = {
 _NOTICE_OTHERWISE = Segment("Sorry, I couldn't do that just now. Could you say it again?", "guilty")
 
 FRAME_DEPTH_MAX = 16
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def close_code(exc: BaseException) -> int:
@@ -102,17 +99,37 @@ def notice_for(exc: BaseException) -> tuple[SpokenReply, str | None]:
     return SpokenReply((segment,), end_call=reason is not None), reason
 
 
+def _nested_deeper(text: str, depth_max: int) -> bool:
+    """Whether brackets outside strings nest deeper than `depth_max`: one linear pass,
+    before the parser (whose recursion a deep frame would exhaust) sees the text."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > depth_max:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
 def parse_frame(text: str | None, *, bytes_max: int, depth_max: int = FRAME_DEPTH_MAX) -> dict[str, Any]:
     """One JSON text frame as an object, within the size and nesting limits."""
     if text is None:
         raise ProtocolViolation("Control events are JSON text frames.")
     if len(text) > bytes_max or len(text.encode("utf-8", "surrogatepass")) > bytes_max:
         raise FrameTooLarge(f"Text frames hold at most {bytes_max} bytes.")
-    depth = deepest = 0
-    for bracket in _BRACKETS.findall(_STRINGS.sub('""', text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
-    if deepest > depth_max:
+    if _nested_deeper(text, depth_max):
         raise ProtocolViolation(f"JSON nested deeper than {depth_max} levels is refused.")
     try:
         event = json.loads(text)
