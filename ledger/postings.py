@@ -1,7 +1,7 @@
-"""What a ledger write is made of, and the rules a write must meet before it is tried.
+"""The rules a ledger write must meet before it is tried.
 
-A `TransactionSpec` is one business event: its type, its idempotency ref, the receipt
-and two or more postings that sum to zero. `checked_postings` enforces every rule the
+A `TransactionSpec` (in `ledger.model`) is one business event: its type, its idempotency
+ref, the receipt and two or more postings that sum to zero. `checked_postings` enforces every rule the
 database would (and a few it cannot see, such as a float sneaking in as an amount)
 before any SQL runs, so a refused write has written nothing. It returns the postings in
 the ledger's lock order.
