@@ -106,3 +106,12 @@ async def test_an_unexpected_error_says_the_connection_will_close() -> None:
     assert response.status_code == 500
     assert response.headers["connection"] == "close"
     assert b"boom" not in response.body
+
+
+@pytest.mark.parametrize(
+    "query", ["access_token=%00", "access_token=%ff%fe", "access_token=a.b.c", "after=" + INT64_PAST]
+)
+async def test_the_event_stream_refuses_bad_tokens_and_cursors_before_it_starts(app: App, query: str) -> None:
+    response = await app.client.get(f"/v1/events?{query}")
+    assert response.status_code in (401, 422)
+    assert response.headers["content-type"] == "application/problem+json"
