@@ -41,6 +41,7 @@ from chat import (
     EventLog,
     LocalTokens,
     People,
+    PostgresEvents,
     Runs,
     Threads,
     Turns,
@@ -56,7 +57,7 @@ from chat import (
     problem,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
-from ledger import LedgerError, PostgresLedger, PriceBook
+from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -205,8 +206,9 @@ def build_ledger(settings: Settings, pool: asyncpg.Pool, runs: Runs) -> tuple[Po
     wallet = Wallet(
         ledger=ledger,
         prices=PriceBook(pool),
+        voice_prices=VoicePriceBook(pool),
         runs=runs,
-        pool=pool,
+        events=PostgresEvents(pool),
         signup_grant_micros=settings.signup_grant_micros,
     )
     return ledger, wallet

@@ -18,6 +18,7 @@ from chat.errors import ChatError, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
+from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -31,12 +32,17 @@ __all__ = [
     "ChatError",
     "EventHub",
     "EventLog",
+    "EventSink",
     "LocalTokens",
     "Message",
     "People",
+    "PeopleStore",
     "Person",
+    "PostgresEvents",
     "Run",
+    "RunStore",
     "Runs",
+    "ThreadStore",
     "Threads",
     "TokenVerifier",
     "TurnResult",

@@ -81,7 +81,7 @@ async def test_a_startup_failing_at_any_step_leaves_nothing_open(
         voice_preload=True,
     )
     pools: list[asyncpg.Pool] = []
-    real_create_pool = main.create_pool
+    real_create_pool = main.create_pool  # type: ignore[attr-defined]
 
     async def recorded_pool(dsn: str, *, size_max: int) -> asyncpg.Pool:
         pool = await real_create_pool(dsn, size_max=size_max)
