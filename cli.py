@@ -27,7 +27,7 @@ from typing import Any
 import asyncpg
 
 from agents import Model
-from chat import LocalTokens, drain_detached
+from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
 from main import Records, records, running, session_secret
 from settings import Settings
@@ -62,11 +62,23 @@ def _server_class() -> type[Any]:
             for server in self.servers:
                 server.close()  # stop accepting before anything else
             log.info("stopping: hanging up calls, waiting up to %.0f s for turns in flight", self._grace_s)
-            await self._end_calls()
+            await self._unless_forced(self._end_calls())
             for connection in list(self.server_state.connections):
                 connection.shutdown()  # no new request on a kept-alive connection
-            await drain_detached(timeout_s=self._grace_s)
+            await self._unless_forced(drain_detached(timeout_s=self._grace_s))
+            if self.force_exit:
+                cancel_detached()
             await super().shutdown(sockets)
+
+        async def _unless_forced(self, work: Awaitable[None]) -> None:
+            """Wait for `work`, but stop waiting the moment a second signal forces the stop."""
+            task = asyncio.ensure_future(work)
+            while not task.done() and not self.force_exit:
+                await asyncio.wait({task}, timeout=0.1)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     return GracefulServer
 
@@ -78,12 +90,14 @@ class _Stop:
 
     def __init__(self) -> None:
         self.requested = False
+        self.forced = False
         self.server: Any = None
 
     def __call__(self, signum: int) -> None:
         name = signal.Signals(signum).name
         if self.requested:
             log.warning("second %s: stopping now", name)
+            self.forced = True
             if self.server is not None:
                 self.server.force_exit = True
             return
@@ -124,6 +138,8 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
             stop.server = _server_class()(config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls)
             if not stop.requested:  # a signal during startup skips serving
                 await stop.server.serve()
+            if stop.forced:
+                cancel_detached()  # nothing more is waited for; the next startup's sweep settles it
             log.info("closing: turns, charges, event hub, database")
 
 

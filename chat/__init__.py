@@ -4,7 +4,7 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.detached import drain_detached, run_detached
+from chat.detached import cancel_detached, drain_detached, run_detached
 from chat.edge import (
     BodyLimit,
     on_chat_error,
@@ -51,6 +51,7 @@ __all__ = [
     "Wallet",
     "build_router",
     "build_wallet_router",
+    "cancel_detached",
     "drain_detached",
     "mentions",
     "on_chat_error",
