@@ -188,6 +188,9 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
 
 async def _wallet_verify(settings: Settings) -> int:
     """Read-only: no migrations, no sweep; 0 when every invariant holds, 1 when any is broken."""
+    if not settings.database_url and not (settings.avagenc_home / "pg" / "PG_VERSION").exists():
+        print(f"error: there is no database in {settings.avagenc_home} yet (run `avagenc migrate`)", file=sys.stderr)
+        return 2
     async with records(settings, migrate_first=False) as db:
         try:
             report = await _verify(db)
@@ -233,6 +236,7 @@ def _configure_logging(verb: str) -> None:
     logging.basicConfig(
         level=logging.INFO if verb == "serve" else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        force=True,  # the command owns the process: its choice, whatever configured logging before
     )
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
