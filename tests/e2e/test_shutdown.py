@@ -53,7 +53,7 @@ def state(tmp_path: Path) -> Iterator[Path]:
         embedded.stop()
 
 
-def environment(state: Path) -> dict[str, str]:
+def environment(state: Path, slow_model_s: float) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     return {
         **env,
@@ -61,12 +61,12 @@ def environment(state: Path) -> dict[str, str]:
         "SESSION_SECRET": "shutdown-test-" + "x" * 40,
         "VOICE_PRELOAD": "false",
         "SHUTDOWN_GRACE_S": "30",
-        "SLOW_MODEL_S": "3",
+        "SLOW_MODEL_S": str(slow_model_s),
     }
 
 
 @contextlib.contextmanager
-def server(state: Path, module: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def server(state: Path, module: str, *, slow_model_s: float = 3) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`python -m <module> serve`-like process on a free port; yields it once ready."""
     port = free_port()
     log_path = state.parent / f"server-{port}.log"
@@ -74,13 +74,17 @@ def server(state: Path, module: str) -> Iterator[tuple[subprocess.Popen[bytes], 
     args = ["serve", "--port", str(port)] if module == "cli" else ["--port", str(port)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, *args], env=environment(state), cwd=ROOT, stdout=log, stderr=log
+            [sys.executable, "-m", module, *args],
+            env=environment(state, slow_model_s),
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
         )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
-            assert process.poll() is None, f"server exited early:\n{log_path.read_text()[-3000:]}"
+            assert process.poll() is None, f"server exited early:\n{log_path.read_text()[-3000:]}\n{pg_log(state)}"
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
                     break
@@ -91,6 +95,12 @@ def server(state: Path, module: str) -> Iterator[tuple[subprocess.Popen[bytes], 
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def pg_log(state: Path) -> str:
+    """The end of PostgreSQL's own log, to explain a server that would not start."""
+    path = state / "pg" / "log"
+    return "PostgreSQL log:\n" + path.read_text(errors="replace")[-2000:] if path.exists() else "no PostgreSQL log"
 
 
 def exit_code(process: subprocess.Popen[bytes], state: Path) -> int:
@@ -160,4 +170,30 @@ async def test_after_kill_9_the_next_server_starts_and_its_clean_stop_leaves_no_
             assert (await client.post("/v1/auth/local", json={"name": "Budi"})).status_code == 200
         process.send_signal(stop)
         assert exit_code(process, state) == 0
+    assert postgres_of(state) == []
+
+
+async def test_a_second_signal_stops_at_once_and_the_next_start_fails_the_cut_run(state: Path) -> None:
+    with server(state, "tests.fakes.slow_serve", slow_model_s=60) as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            token = (await client.post("/v1/auth/local", json={"name": "Budi"})).json()["token"]
+            headers = {"Authorization": f"Bearer {token}"}
+            turn = asyncio.create_task(client.post("/v1/messages", json={"text": "hello"}, headers=headers))
+            await asyncio.sleep(1.0)
+            process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.5)
+            started = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            assert exit_code(process, state) == 0
+            assert time.monotonic() - started < 20, "the second signal did not wait out the 30 s grace"
+            with contextlib.suppress(httpx.HTTPError):
+                await turn
+    assert postgres_of(state) == []
+    # The person's message is kept; the run it started is failed by the next start's sweep.
+    with server(state, "cli") as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            page = (await client.get("/v1/messages", headers=headers)).json()["messages"]
+        process.send_signal(signal.SIGTERM)
+        assert exit_code(process, state) == 0
+    assert [(m["author"], m["text"]) for m in page] == [("human", "hello")]
     assert postgres_of(state) == []
