@@ -111,22 +111,38 @@ def exit_code(process: subprocess.Popen[bytes], state: Path) -> int:
         raise AssertionError("the server did not stop within 90 s") from None
 
 
-async def thread_of(state: Path, name: str) -> list[tuple[str, str]]:
-    """(author, text) of a person's thread, read with the server stopped."""
+async def read(state: Path, query: str, name: str) -> list[tuple[str, ...]]:
+    """Rows about one person, read with the server stopped (and the database stopped after)."""
     embedded = EmbeddedPostgres(state / "pg")
     try:
         conn = await asyncpg.connect(await asyncio.to_thread(embedded.start))
         try:
-            rows = await conn.fetch(
-                "SELECT m.author, m.text FROM messages m JOIN people p ON p.id = m.person_id "
-                "WHERE p.local_key = $1 ORDER BY m.seq",
-                name,
-            )
+            rows = await conn.fetch(query, name)
         finally:
             await conn.close()
     finally:
         await asyncio.to_thread(embedded.stop)
-    return [(r["author"], r["text"]) for r in rows]
+    return [tuple(r.values()) for r in rows]
+
+
+async def thread_of(state: Path, name: str) -> list[tuple[str, ...]]:
+    """(author, text) of a person's thread."""
+    return await read(
+        state,
+        "SELECT m.author, m.text FROM messages m JOIN people p ON p.id = m.person_id "
+        "WHERE p.local_key = $1 ORDER BY m.seq",
+        name,
+    )
+
+
+async def runs_of(state: Path, name: str) -> list[tuple[str, ...]]:
+    """(agent, status, error code) of a person's runs."""
+    return await read(
+        state,
+        "SELECT r.agent, r.status, r.error_code FROM runs r JOIN people p ON p.id = r.person_id "
+        "WHERE p.local_key = $1 ORDER BY r.started_at",
+        name,
+    )
 
 
 async def test_sigterm_finishes_the_turn_in_flight_hangs_up_the_call_and_stops_postgres(state: Path) -> None:
@@ -196,4 +212,5 @@ async def test_a_second_signal_stops_at_once_and_the_next_start_fails_the_cut_ru
         process.send_signal(signal.SIGTERM)
         assert exit_code(process, state) == 0
     assert [(m["author"], m["text"]) for m in page] == [("human", "hello")]
+    assert await runs_of(state, "budi") == [("ava", "failed", "abandoned")]
     assert postgres_of(state) == []
