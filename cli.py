@@ -29,7 +29,7 @@ import asyncpg
 from agents import Model
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from main import Records, records, running, session_secret
+from main import build_migrations, records, running, session_secret
 from settings import Settings
 
 log = logging.getLogger("avagenc")
@@ -144,10 +144,8 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
 
 
 async def _migrate(settings: Settings) -> int:
-    async with records(settings, migrate_first=False) as db, db.pool.acquire() as conn:
-        from database import apply_migrations
-
-        applied = await apply_migrations(conn)
+    async with records(settings, migrate_first=False) as db:
+        applied = await build_migrations(db.pool)
     print("applied: " + ", ".join(applied) if applied else "the database is up to date")
     return 0
 
@@ -193,7 +191,7 @@ async def _wallet_verify(settings: Settings) -> int:
         return 2
     async with records(settings, migrate_first=False) as db:
         try:
-            report = await _verify(db)
+            report = await db.ledger.verify()
         except asyncpg.UndefinedTableError:
             print("error: this database has no ledger yet (run `avagenc migrate`)", file=sys.stderr)
             return 2
@@ -202,10 +200,6 @@ async def _wallet_verify(settings: Settings) -> int:
         print(f"PROBLEM {problem.kind} {problem.subject}: {problem.detail}")
     print("ledger OK" if report.ok else f"ledger BROKEN: {len(report.problems)} problems")
     return 0 if report.ok else 1
-
-
-async def _verify(db: Records) -> Any:
-    return await db.ledger.verify()
 
 
 def _parser() -> argparse.ArgumentParser:
