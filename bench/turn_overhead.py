@@ -447,8 +447,8 @@ def report(
         "",
         *latency_table(results),
         "",
-        "What one request does to PostgreSQL, traced in this run (asyncpg query logger on every pooled "
-        "connection; write transactions = transaction ids handed out):",
+        "What one request does to PostgreSQL, traced in this run (asyncpg query logger on every connection "
+        "of the statement and thread-lock pools; write transactions = transaction ids handed out):",
         "",
         *trace_lines,
     ]
