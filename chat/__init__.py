@@ -4,7 +4,7 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.detached import drain_detached, run_detached
+from chat.detached import cancel_detached, drain_detached, run_detached
 from chat.edge import (
     HTTP_STATUS,
     BodyLimit,
@@ -21,6 +21,7 @@ from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
+from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -35,12 +36,17 @@ __all__ = [
     "ChatError",
     "EventHub",
     "EventLog",
+    "EventSink",
     "LocalTokens",
     "Message",
     "People",
+    "PeopleStore",
     "Person",
+    "PostgresEvents",
     "Run",
+    "RunStore",
     "Runs",
+    "ThreadStore",
     "Threads",
     "TimeZoneInvalid",
     "TokenVerifier",
@@ -50,6 +56,7 @@ __all__ = [
     "Wallet",
     "build_router",
     "build_wallet_router",
+    "cancel_detached",
     "drain_detached",
     "mentions",
     "on_chat_error",

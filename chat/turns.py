@@ -44,9 +44,10 @@ from agents import (
 from chat.blank import is_blank, is_unkeepable
 from chat.errors import MessageBlank, MessageTooLong, TextInvalid
 from chat.people import Person
+from chat.ports import RunStore, ThreadStore
 from chat.routing import route
-from chat.runs import Run, Runs
-from chat.threads import Message, Threads
+from chat.runs import Run
+from chat.threads import Message
 from chat.wallet import Wallet
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class _Turn:
 class _Recorder:
     """Writes what a run does as it does it, and charges each model call at once."""
 
-    def __init__(self, runs: Runs, wallet: Wallet, run: Run, person_id: str) -> None:
+    def __init__(self, runs: RunStore, wallet: Wallet, run: Run, person_id: str) -> None:
         self._runs = runs
         self._wallet = wallet
         self._run = run
@@ -133,8 +134,8 @@ class Turns:
     def __init__(
         self,
         *,
-        threads: Threads,
-        runs: Runs,
+        threads: ThreadStore,
+        runs: RunStore,
         wallet: Wallet,
         model: Model,
         model_name: Callable[[str], str],
