@@ -15,14 +15,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, Field
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from chat.api import ChatApi, current_person_dependency
-from chat.edge import problem
+from chat.edge import problem, problem_responses
 from chat.people import Person
-from chat.schemas import Problem
-from reminders import SIGNATURE_HEADER, CallbackGate, CallbackRefused, Delivery, ReminderError, Reminders
+from reminders import SIGNATURE_HEADER, CallbackGate, CallbackRefused, Delivery, Reminders
 
 PAST_MAX = 200
 
@@ -52,37 +49,16 @@ class DeliveryOut(BaseModel):
     status: str = Field(description="delivered, done_before, cancelled or failed: all final.")
 
 
-def _problems(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in codes}
-
-
-# Each reminders error code and what it means at the HTTP edge.
-_STATUS = {
-    "time_invalid": (422, "The time is not valid"),
-    "time_zone_invalid": (400, "Unknown time zone"),
-    "time_in_past": (422, "That time has passed"),
-    "time_too_far": (422, "That time is too far ahead"),
-    "too_many_pending": (409, "Too many pending notes"),
-    "note_invalid": (422, "The note is not valid"),
-    "reminder_not_found": (404, "No such reminder"),
-    "reminder_not_pending": (409, "The reminder is no longer pending"),
-    "reminder_queue_unavailable": (503, "The reminder queue is unavailable"),
-    "callback_unauthorized": (401, "Not a scheduler"),
-}
 _RETRY_LATER = {"busy", "retrying", "not_due"}
-
-
-async def on_reminder_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ReminderError)
-    status, title = _STATUS.get(exc.code, (400, "The reminder request failed"))
-    return problem(status, exc.code, title, str(exc) or None)
 
 
 def build_callback_router(reminders: Reminders, delivery: Delivery, gate: CallbackGate) -> APIRouter:
     """Only the scheduler callback: it needs no person, so it stands on its own."""
     router = APIRouter(prefix="/v1", tags=["reminders"])
 
-    @router.post("/reminders/{note_id}/deliver", response_model=DeliveryOut, responses=_problems(401, 404, 422, 503))
+    @router.post(
+        "/reminders/{note_id}/deliver", response_model=DeliveryOut, responses=problem_responses(401, 404, 422, 503)
+    )
     async def deliver(
         note_id: str,
         authorization: Annotated[str | None, Header()] = None,
@@ -112,7 +88,7 @@ def build_reminders_router(api: ChatApi, reminders: Reminders) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["reminders"])
     current_person = current_person_dependency(api)
 
-    @router.get("/reminders", response_model=RemindersOut, responses=_problems(401, 422))
+    @router.get("/reminders", response_model=RemindersOut, responses=problem_responses(401, 422))
     async def list_reminders(
         person: Annotated[Person, Depends(current_person)],
         past_limit: Annotated[int, Query(ge=0, le=PAST_MAX)] = 20,
@@ -122,7 +98,7 @@ def build_reminders_router(api: ChatApi, reminders: Reminders) -> APIRouter:
         past = await reminders.past(person.id, limit=past_limit) if past_limit else []
         return {"upcoming": [n.as_json() for n in upcoming], "past": [n.as_json() for n in past]}
 
-    @router.delete("/reminders/{note_id}", response_model=ReminderOut, responses=_problems(401, 404, 409, 422))
+    @router.delete("/reminders/{note_id}", response_model=ReminderOut, responses=problem_responses(401, 404, 409, 422))
     async def cancel_reminder(note_id: str, person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """Cancel one pending note; 404 for a note that is not the person's."""
         return (await reminders.cancel(person.id, note_id)).as_json()

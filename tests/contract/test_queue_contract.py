@@ -20,7 +20,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from chat import build_callback_router, on_reminder_error
+from chat import build_callback_router, on_domain_error
 from reminders import (
     CallbackGate,
     CallbackSigner,
@@ -105,7 +105,7 @@ async def cloud_tasks(database_url: str, pool: asyncpg.Pool) -> AsyncIterator[Ha
         signer=CallbackSigner(b"s" * 32), id_tokens=tokens, audience=BASE_URL, service_account=SERVICE_ACCOUNT
     )
     app.include_router(build_callback_router(reminders, delivery, gate))
-    app.add_exception_handler(ReminderError, on_reminder_error)
+    app.add_exception_handler(ReminderError, on_domain_error)
     runner = asyncio.create_task(fake.run())
     try:
         yield Harness(reminders, notes, queue, woken, queue.sweep, fake)
