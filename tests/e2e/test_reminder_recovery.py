@@ -7,8 +7,6 @@ import asyncio
 import time
 from typing import Any
 
-import httpx
-
 from main import running, wake_on_turns
 from reminders import Note
 from settings import Settings
@@ -100,44 +98,6 @@ async def test_a_delivery_that_crashes_after_ava_ran_is_retried_and_she_runs_onc
     assert [r["id"] for r in await wake_runs(app, me)] == [woken.run_id]
     thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
     assert [m["author"] for m in thread] == ["human", "ava", "postera", "ava"]
-
-
-async def test_a_failing_delivery_is_retried_with_a_growing_backoff_then_given_up(app: App) -> None:
-    parts = app.services.reminders
-    assert parts is not None
-    from datetime import UTC, datetime, timedelta
-
-    from reminders import Delivery, DeliveryLimits, LocalPush, Woken
-
-    calls: list[str] = []
-
-    async def broken(*, note: Note) -> Woken:
-        calls.append(note.id)
-        raise httpx.ConnectError("the thread's database went away")
-
-    async def announce(note: Note) -> None:
-        raise AssertionError("a failed note is not announced")
-
-    delivery = Delivery(
-        notes=parts.notes,
-        wake=broken,
-        push=LocalPush(),
-        announce=announce,
-        limits=DeliveryLimits(lease_s=60, attempts_max=2, backoff_s=0.1),
-    )
-    note = await parts.notes.add(
-        person_id="usr_nobody",
-        text="Remind nobody.",
-        due_at=datetime.now(UTC) + timedelta(seconds=30),
-        time_zone="UTC",
-        created_by_run_id=None,
-    )
-    assert await delivery.deliver(note.id) == "retrying"
-    assert await delivery.deliver(note.id) == "busy", "the retry waits for its backoff"
-    await asyncio.sleep(0.15)
-    assert await delivery.deliver(note.id) == "failed"
-    assert await delivery.deliver(note.id) == "failed", "a given-up note stays given up"
-    assert len(calls) == 2
 
 
 async def test_a_note_that_fires_during_a_call_is_said_on_the_call(app: App) -> None:

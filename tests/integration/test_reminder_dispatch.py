@@ -114,3 +114,36 @@ async def test_a_note_written_while_the_dispatcher_sleeps_is_delivered_on_time(
     # Without the NOTIFY the dispatcher would have slept for five hours; woken by it, it
     # slept until the note's own due time. (How late, at scale: bench/reminder_lateness.py.)
     assert 0 <= lateness_s < 2.0, lateness_s
+
+
+async def test_a_failing_delivery_is_retried_with_a_growing_backoff_then_given_up(pool: asyncpg.Pool) -> None:
+    notes = Notes(pool)  # no dispatcher runs here: every attempt is this test's
+    calls: list[str] = []
+
+    async def broken(*, note: Note) -> Woken:
+        calls.append(note.id)
+        raise ConnectionResetError("the thread's database went away")
+
+    async def announce(note: Note) -> None:
+        raise AssertionError("a failed note is not announced")
+
+    delivery = Delivery(
+        notes=notes,
+        wake=broken,
+        push=LocalPush(),
+        announce=announce,
+        limits=DeliveryLimits(lease_s=60, attempts_max=2, backoff_s=0.1),
+    )
+    note = await notes.add(
+        person_id="usr_nobody",
+        text="Remind nobody.",
+        due_at=datetime.now(UTC) + timedelta(seconds=30),
+        time_zone="UTC",
+        created_by_run_id=None,
+    )
+    assert await delivery.deliver(note.id) == "retrying"
+    assert await delivery.deliver(note.id) == "busy", "the retry waits for its backoff"
+    await asyncio.sleep(0.15)
+    assert await delivery.deliver(note.id) == "failed"
+    assert await delivery.deliver(note.id) == "failed", "a given-up note stays given up"
+    assert len(calls) == 2
