@@ -50,6 +50,7 @@ from chat import (
     build_wallet_router,
     drain_detached,
     on_chat_error,
+    on_domain_error,
     on_http_error,
     on_ledger_error,
     on_unexpected,
@@ -381,7 +382,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
 
 
 def build_app(services: Services) -> FastAPI:
-    from voice import build_voice_router, build_webrtc_router
+    from voice import VoiceError, build_voice_router, build_webrtc_router
 
     settings = services.settings
     app = FastAPI(
@@ -408,6 +409,7 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_webrtc_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
+    app.add_exception_handler(VoiceError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)

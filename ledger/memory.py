@@ -19,7 +19,8 @@ from ledger.accounts import SYSTEM_ACCOUNTS, check_account
 from ledger.audit import Problem, VerifyReport
 from ledger.errors import PriceMissing, RefConflict
 from ledger.ledger import ENTRIES_PAGE_MAX, Entry
-from ledger.postings import CHARGE_TYPES, Transaction, TransactionSpec, checked_postings
+from ledger.model import CHARGE_TYPES, Transaction, TransactionSpec
+from ledger.postings import checked_postings
 from ledger.prices import Price
 from ledger.usage import DayUsage, day_bounds
 
