@@ -21,8 +21,9 @@ import logging
 import secrets
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -30,7 +31,25 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
+from agents import (
+    Integration,
+    Model,
+    MusicPlayer,
+    OfflineModel,
+    PendingActions,
+    RunContext,
+    SandboxHome,
+    SandboxMusic,
+    SandboxWorkspace,
+    SmartHome,
+    Tool,
+    Toolbox,
+    Workspace,
+    handoff_tools,
+    rafal_tools,
+    yori_tools,
+    zee_tools,
+)
 from chat import (
     BodyLimit,
     ChatApi,
@@ -119,16 +138,59 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
-def build_toolbox(*, home: SandboxHome) -> Toolbox:
+@dataclass(frozen=True)
+class Specialists:
+    """Each specialist's integration (sandbox, and live where the server has credentials)."""
+
+    home: Integration[SmartHome]
+    music: Integration[MusicPlayer]
+    workspace: Integration[Workspace]
+    pending: PendingActions
+
+
+def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, datetime] | None]]:
+    """The person's latest message and when it came: what a confirmation is checked against."""
+
+    async def latest(person_id: str) -> tuple[str, datetime] | None:
+        recent = await threads.page(person_id, before=None, after=None, limit=20)
+        said = [m for m in recent if m.author == "human"]
+        return (said[-1].text, said[-1].created_at) if said else None
+
+    return latest
+
+
+def build_specialists(pool: asyncpg.Pool, threads: Threads) -> Specialists:
+    return Specialists(
+        home=Integration("tuya", SandboxHome(pool)),
+        music=Integration("spotify", SandboxMusic(pool)),
+        workspace=Integration("google", SandboxWorkspace(pool)),
+        pending=PendingActions(pool, person_said=person_said(threads)),
+    )
+
+
+def build_toolbox(*, specialists: Specialists) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
+    home, music, workspace = specialists.home, specialists.music, specialists.workspace
 
     def handoffs(context: RunContext) -> list[Tool]:
         assert context.delegate is not None, "only the lead hands on"
         return handoff_tools(context.delegate)
 
+    def rafal(context: RunContext) -> list[Tool]:
+        return rafal_tools(
+            workspace.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            zone=context.zone,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
+
     toolbox.register("ava", handoffs)
-    toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
+    toolbox.register("zee", lambda context: zee_tools(home.once(context.person_id), person_id=context.person_id))
+    toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
+    toolbox.register("rafal", rafal)
     return toolbox
 
 
@@ -200,7 +262,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             await migrate(pool)
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
-        home = SandboxHome(pool)
+        specialists = build_specialists(pool, threads)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -215,7 +277,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home),
+            toolbox=build_toolbox(specialists=specialists),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
         )
@@ -237,7 +299,9 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
-        "smart_home": type(home).__name__,
+        "smart_home": type(specialists.home.live or specialists.home.sandbox).__name__,
+        "music": type(specialists.music.live or specialists.music.sandbox).__name__,
+        "workspace": type(specialists.workspace.live or specialists.workspace.sandbox).__name__,
         "identity": "LocalTokens",
         "speech": speech,
     }

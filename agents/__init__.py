@@ -10,6 +10,7 @@ from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
+from agents.integrations.accounts import Account, Integration
 from agents.model import (
     Content,
     FunctionCall,
@@ -24,11 +25,18 @@ from agents.model import (
     Usage,
 )
 from agents.offline import OfflineModel
+from agents.rafal.confirmations import PendingActions, PersonSaid
+from agents.rafal.sandbox import SandboxWorkspace
+from agents.rafal.tools import rafal_tools
+from agents.rafal.workspace import Workspace
 from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
 from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
 from agents.scripted import ScriptedModel
 from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
 from agents.tools import Tool
+from agents.yori.music import MusicPlayer
+from agents.yori.sandbox import SandboxMusic
+from agents.yori.tools import yori_tools
 from agents.zee.home import Command, Device, SmartHome
 from agents.zee.sandbox import SandboxHome
 from agents.zee.tools import zee_tools
@@ -41,6 +49,7 @@ __all__ = [
     "HUMAN",
     "POSTERA",
     "SPECIALISTS",
+    "Account",
     "AgentError",
     "AgentSpec",
     "Channel",
@@ -50,19 +59,25 @@ __all__ = [
     "Device",
     "FunctionCall",
     "FunctionResult",
+    "Integration",
     "Model",
     "ModelError",
     "ModelRejected",
     "ModelRequest",
     "ModelResponse",
     "ModelUnavailable",
+    "MusicPlayer",
     "OfflineModel",
+    "PendingActions",
+    "PersonSaid",
     "RunContext",
     "RunLimitExceeded",
     "RunLimits",
     "RunObserver",
     "RunOutcome",
     "SandboxHome",
+    "SandboxMusic",
+    "SandboxWorkspace",
     "ScriptedModel",
     "Segment",
     "Session",
@@ -76,11 +91,14 @@ __all__ = [
     "Toolbox",
     "Trigger",
     "Usage",
+    "Workspace",
     "compose",
     "handoff_tools",
     "parse_spoken",
+    "rafal_tools",
     "run_agent",
     "to_contents",
     "window",
+    "yori_tools",
     "zee_tools",
 ]

@@ -1,38 +1,48 @@
-"""Zee's tools, bound to one person's home for one run."""
+"""Zee's tools, bound to one person's home (sandbox or Tuya) for one run.
+
+Every result says which home it came from (`"account": "sandbox"` or `"live"`)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents.errors import ToolError
+from agents.integrations.accounts import Account
+from agents.integrations.outside import as_data
 from agents.model import ToolSpec
 from agents.tools import Tool, object_schema
 from agents.zee.home import Command, SmartHome
 
+Choose = Callable[[], Awaitable[Account[SmartHome]]]
 
-def zee_tools(home: SmartHome, *, person_id: str) -> list[Tool]:
+
+def zee_tools(choose: Choose, *, person_id: str) -> list[Tool]:
     async def list_devices(_: dict[str, Any]) -> dict[str, Any]:
-        devices = await home.list_devices(person_id=person_id)
+        account = await choose()
+        devices = await account.port.list_devices(person_id=person_id)
         return {
+            "account": account.kind,
             "devices": [
                 {
                     "id": d.id,
-                    "name": d.name,
+                    "name": as_data(d.name),
                     "category": d.category,
                     "online": d.online,
                     "status": [{"code": k, "value": v} for k, v in d.status.items()],
-                    "channel_names": d.channel_names,
+                    "channel_names": {k: as_data(v) for k, v in d.channel_names.items()},
                 }
                 for d in devices
-            ]
+            ],
         }
 
     async def device_status(args: dict[str, Any]) -> dict[str, Any]:
         device_id = args.get("device_id")
         if not isinstance(device_id, str) or not device_id:
             raise ToolError("device_id is required.")
-        status = await home.device_status(person_id=person_id, device_id=device_id)
-        return {"status": [{"code": k, "value": v} for k, v in status.items()]}
+        account = await choose()
+        status = await account.port.device_status(person_id=person_id, device_id=device_id)
+        return {"account": account.kind, "status": [{"code": k, "value": v} for k, v in status.items()]}
 
     async def send_commands(args: dict[str, Any]) -> dict[str, Any]:
         device_id = args.get("device_id")
@@ -42,8 +52,9 @@ def zee_tools(home: SmartHome, *, person_id: str) -> list[Tool]:
         if not isinstance(raw, list) or not all(isinstance(c, dict) and "code" in c for c in raw):
             raise ToolError('commands must be a list like [{"code": "switch_led", "value": true}].')
         commands = [Command(code=str(c["code"]), value=c.get("value")) for c in raw]
-        await home.send_commands(person_id=person_id, device_id=device_id, commands=commands)
-        return {"ok": True}
+        account = await choose()
+        await account.port.send_commands(person_id=person_id, device_id=device_id, commands=commands)
+        return {"account": account.kind, "ok": True}
 
     return [
         Tool(
