@@ -11,6 +11,9 @@ from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
 from agents.integrations.accounts import Account, Integration
+from agents.integrations.connections import Connections, IntegrationState
+from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
+from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
 from agents.model import (
     Content,
     FunctionCall,
@@ -46,20 +49,27 @@ __all__ = [
     "AVA",
     "DESCRIBING",
     "EMOTIONS",
+    "GOOGLE",
     "HUMAN",
     "POSTERA",
     "SPECIALISTS",
+    "SPOTIFY",
+    "AccessTokens",
     "Account",
     "AgentError",
     "AgentSpec",
     "Channel",
     "Command",
+    "Connections",
     "Content",
     "Delegate",
     "Device",
     "FunctionCall",
     "FunctionResult",
     "Integration",
+    "IntegrationState",
+    "LinkError",
+    "Links",
     "Model",
     "ModelError",
     "ModelRejected",
@@ -67,6 +77,7 @@ __all__ = [
     "ModelResponse",
     "ModelUnavailable",
     "MusicPlayer",
+    "OAuthClient",
     "OfflineModel",
     "PendingActions",
     "PersonSaid",
@@ -83,7 +94,9 @@ __all__ = [
     "Session",
     "SmartHome",
     "SpokenReply",
+    "StateSigner",
     "ThreadMessage",
+    "TokenCipher",
     "Tool",
     "ToolError",
     "ToolFactory",

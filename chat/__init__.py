@@ -17,6 +17,7 @@ from chat.edge import (
 from chat.errors import ChatError, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
+from chat.integrations_api import build_integrations_router, on_link_error
 from chat.people import People, Person
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
@@ -43,12 +44,14 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_integrations_router",
     "build_router",
     "build_wallet_router",
     "drain_detached",
     "mentions",
     "on_chat_error",
     "on_http_error",
+    "on_link_error",
     "on_ledger_error",
     "on_unexpected",
     "on_validation_error",

@@ -118,10 +118,8 @@ def _send(s: Situation, lang: Lang, who: str, what: str) -> tuple[str, list[Func
         p = proposal.get("proposal", {})
         return _pick(
             lang,
-            f"Here's the email to {p.get('to')}:\nSubject: {p.get('subject')}\n\n{p.get('body')}\n\n"
-            "Shall I send it?",
-            f"Ini email ke {p.get('to')}:\nSubjek: {p.get('subject')}\n\n{p.get('body')}\n\n"
-            "Kirim sekarang?",
+            f"Here's the email to {p.get('to')}:\nSubject: {p.get('subject')}\n\n{p.get('body')}\n\nShall I send it?",
+            f"Ini email ke {p.get('to')}:\nSubjek: {p.get('subject')}\n\n{p.get('body')}\n\nKirim sekarang?",
         ), []
     address = who if "@" in who else None
     if address is None:
