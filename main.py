@@ -17,6 +17,8 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import secrets
 import sys
@@ -27,14 +29,22 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+import httpx
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from agents import (
+    GOOGLE,
+    SPOTIFY,
+    AccessTokens,
+    Connections,
     Integration,
+    LinkError,
+    Links,
     Model,
     MusicPlayer,
+    OAuthClient,
     OfflineModel,
     PendingActions,
     RunContext,
@@ -42,6 +52,8 @@ from agents import (
     SandboxMusic,
     SandboxWorkspace,
     SmartHome,
+    StateSigner,
+    TokenCipher,
     Tool,
     Toolbox,
     Workspace,
@@ -63,12 +75,14 @@ from chat import (
     Threads,
     Turns,
     Wallet,
+    build_integrations_router,
     build_router,
     build_wallet_router,
     drain_detached,
     on_chat_error,
     on_http_error,
     on_ledger_error,
+    on_link_error,
     on_unexpected,
     on_validation_error,
     problem,
@@ -140,12 +154,14 @@ def choose_model(settings: Settings) -> Model:
 
 @dataclass(frozen=True)
 class Specialists:
-    """Each specialist's integration (sandbox, and live where the server has credentials)."""
+    """Each specialist's integration (sandbox, and live where the server has credentials),
+    the pending risky actions, and linking."""
 
     home: Integration[SmartHome]
     music: Integration[MusicPlayer]
     workspace: Integration[Workspace]
     pending: PendingActions
+    connections: Connections
 
 
 def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, datetime] | None]]:
@@ -159,13 +175,76 @@ def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, dateti
     return latest
 
 
-def build_specialists(pool: asyncpg.Pool, threads: Threads) -> Specialists:
+def integration_key(settings: Settings) -> bytes:
+    """The Fernet key sealing refresh tokens: from settings, or generated once and kept on disk."""
+    if settings.integration_token_key is not None:
+        return settings.integration_token_key.get_secret_value().encode()
+    path = settings.avagenc_home / "integration_key"
+    if not path.exists():
+        settings.avagenc_home.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(TokenCipher.new_key())
+        path.chmod(0o600)
+    return path.read_bytes().strip()
+
+
+def oauth_clients(settings: Settings, http: httpx.AsyncClient) -> dict[str, OAuthClient]:
+    """The OAuth apps this server has credentials for (none by default)."""
+    clients: dict[str, OAuthClient] = {}
+    base = settings.oauth_redirect_base_url.rstrip("/")
+    for provider, client_id, secret in (
+        (GOOGLE, settings.google_client_id, settings.google_client_secret),
+        (SPOTIFY, settings.spotify_client_id, settings.spotify_client_secret),
+    ):
+        if client_id and secret is not None:
+            clients[provider.name] = OAuthClient(
+                provider,
+                client_id=client_id,
+                client_secret=secret.get_secret_value(),
+                redirect_uri=f"{base}/{provider.name}/callback",
+                http=http,
+            )
+    return clients
+
+
+def build_specialists(settings: Settings, pool: asyncpg.Pool, threads: Threads, http: httpx.AsyncClient) -> Specialists:
+    """Sandboxes always; a live adapter per vendor whose credentials are set (SPEC §6.1)."""
+    from agents.rafal.google import GoogleWorkspace
+    from agents.yori.spotify import SpotifyMusic
+    from agents.zee.tuya import TuyaHome
+
+    links = Links(pool, TokenCipher(integration_key(settings)))
+    clients = oauth_clients(settings, http)
+    tokens = {name: AccessTokens(client, links) for name, client in clients.items()}
+
+    async def tuya_uid(person_id: str) -> str | None:
+        link = await links.get(person_id=person_id, integration="tuya")
+        return link.account_id if link else None
+
+    tuya = None
+    if settings.tuya_access_id and settings.tuya_access_secret is not None:
+        tuya = TuyaHome(
+            http=http,
+            base_url=settings.tuya_base_url,
+            client_id=settings.tuya_access_id,
+            secret=settings.tuya_access_secret.get_secret_value(),
+            uid_of=tuya_uid,
+        )
+    spotify = SpotifyMusic(http=http, tokens=tokens["spotify"]) if "spotify" in tokens else None
+    google = GoogleWorkspace(http=http, tokens=tokens["google"]) if "google" in tokens else None
+    state_key = hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest()
     return Specialists(
-        home=Integration("tuya", SandboxHome(pool)),
-        music=Integration("spotify", SandboxMusic(pool)),
-        workspace=Integration("google", SandboxWorkspace(pool)),
+        home=Integration("tuya", SandboxHome(pool), tuya, links.is_linked),
+        music=Integration("spotify", SandboxMusic(pool), spotify, links.is_linked),
+        workspace=Integration("google", SandboxWorkspace(pool), google, links.is_linked),
         pending=PendingActions(pool, person_said=person_said(threads)),
+        connections=Connections(
+            links=links, signer=StateSigner(state_key), oauth=clients, tokens=tokens, tuya_enabled=tuya is not None
+        ),
     )
+
+
+def _adapter_names(integration: Integration[Any]) -> str:
+    return " + ".join(type(a).__name__ for a in (integration.sandbox, integration.live) if a is not None)
 
 
 def build_toolbox(*, specialists: Specialists) -> Toolbox:
@@ -213,6 +292,9 @@ class Services:
     voice: VoiceDoors
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
+    specialists: Specialists | None = None
+    # The one client every vendor adapter (Tuya, Spotify, Google) calls through.
+    vendor_http: httpx.AsyncClient | None = None
 
     async def close(self) -> None:
         # Live browser calls are ended first (a running pipeline does not stop on its own
@@ -221,6 +303,8 @@ class Services:
         await end_webrtc_calls()
         await drain_detached(timeout_s=30)
         await self.hub.stop()
+        if self.vendor_http is not None:
+            await self.vendor_http.aclose()
         await self.lock_pool.close()
         await self.pool.close()
         if self.embedded is not None:
@@ -253,16 +337,28 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     return failed
 
 
-async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+async def start_services(
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+) -> Services:
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
     lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
+    vendor_http: httpx.AsyncClient | None = None
     try:
         if migrate_first:
             await migrate(pool)
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
-        specialists = build_specialists(pool, threads)
+        vendor_http = httpx.AsyncClient(
+            transport=vendor_transport,
+            timeout=settings.integration_timeout_s,
+            limits=httpx.Limits(max_connections=50),
+        )
+        specialists = build_specialists(settings, pool, threads, vendor_http)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -290,6 +386,8 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         if settled:
             log.warning("charged %d model calls a crash had left uncharged", settled)
     except BaseException:
+        if vendor_http is not None:
+            await vendor_http.aclose()
         await lock_pool.close()
         await pool.close()
         if embedded is not None:
@@ -299,9 +397,10 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
-        "smart_home": type(specialists.home.live or specialists.home.sandbox).__name__,
-        "music": type(specialists.music.live or specialists.music.sandbox).__name__,
-        "workspace": type(specialists.workspace.live or specialists.workspace.sandbox).__name__,
+        # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
+        "smart_home": _adapter_names(specialists.home),
+        "music": _adapter_names(specialists.music),
+        "workspace": _adapter_names(specialists.workspace),
         "identity": "LocalTokens",
         "speech": speech,
     }
@@ -339,6 +438,8 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         voice=voice,
         embedded=embedded,
         adapters=adapters,
+        specialists=specialists,
+        vendor_http=vendor_http,
     )
 
 
@@ -366,8 +467,11 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
+    if services.specialists is not None:
+        app.include_router(build_integrations_router(api, services.specialists.connections))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
+    app.add_exception_handler(LinkError, on_link_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
@@ -531,9 +635,11 @@ def cli(argv: Sequence[str] | None = None) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings, *, model: Model | None = None) -> AsyncIterator[tuple[Services, FastAPI]]:
+async def running(
+    settings: Settings, *, model: Model | None = None, vendor_transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by tests and benchmarks)."""
-    services = await start_services(settings, model=model)
+    services = await start_services(settings, model=model, vendor_transport=vendor_transport)
     try:
         yield services, build_app(services)
     finally:

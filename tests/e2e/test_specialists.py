@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents import RunContext, SandboxHome, SandboxMusic, SandboxWorkspace, ToolError
-from main import build_specialists, build_toolbox
+from main import build_toolbox
 from tests.conftest import App
 
 JAKARTA = ZoneInfo("Asia/Jakarta")
@@ -157,7 +157,8 @@ async def test_confirming_in_the_same_turn_as_the_proposal_is_refused(app: App) 
     inside an email might urge it to) is refused: the person has not answered yet."""
     headers, me = await person(app, "Andi")
     await turn(app, headers, "@rafal hi")  # the person's latest message predates the proposal
-    tools = build_toolbox(specialists=build_specialists(app.services.pool, app.services.threads))
+    assert app.services.specialists is not None
+    tools = build_toolbox(specialists=app.services.specialists)
     context = RunContext(person_id=me, person_name="Andi", zone=JAKARTA, channel="text", trigger="human", run_id="r")
     by_name = {t.name: t for t in tools.tools_for("rafal", context)}
     proposal = await by_name["send_email"].handler({"to": "budi@example.com", "subject": "Hi", "body": "Hello"})

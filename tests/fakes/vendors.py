@@ -10,7 +10,6 @@ They are small on purpose: just enough of each API for the contract suites.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import itertools
 import json
