@@ -41,7 +41,9 @@ def build_integrations_router(api: ChatApi, connections: Connections) -> APIRout
         return {"integrations": [s.as_json() for s in await connections.states(person_id=person.id)]}
 
     @router.get("/{name}/auth-url")
-    async def auth_url(person: Annotated[Person, Depends(current_person)], name: Annotated[str, _NAME]) -> dict[str, Any]:
+    async def auth_url(
+        person: Annotated[Person, Depends(current_person)], name: Annotated[str, _NAME]
+    ) -> dict[str, Any]:
         """The provider's consent page; its state is bound to you and expires in 15 minutes."""
         return {"url": connections.auth_url(person_id=person.id, name=name), "expires_in_s": 900}
 

@@ -132,6 +132,7 @@ async def test_linking_google_stores_a_sealed_token_and_goes_live(live: App, ven
     assert (await states(live, headers))["google"]["status"] == "live"
     (refresh,) = vendors.google.oauth.refresh
     row = await live.services.pool.fetchrow("SELECT refresh_token_sealed, account_id FROM integration_links")
+    assert row is not None
     sealed = bytes(row["refresh_token_sealed"])
     assert refresh.encode() not in sealed, "the refresh token is never stored in plaintext"
     dump = await live.services.pool.fetchval("SELECT string_agg(integration_links::text, '') FROM integration_links")

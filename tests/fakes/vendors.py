@@ -61,7 +61,7 @@ class FakeOAuth:
     def _client_ok(self, request: httpx.Request, form: dict[str, str]) -> bool:
         if self.basic_auth:
             expected = base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()
-            return request.headers.get("authorization") == f"Basic {expected}"
+            return bool(request.headers.get("authorization") == f"Basic {expected}")
         return form.get("client_id") == self.client_id and form.get("client_secret") == self.client_secret
 
     def token(self, request: httpx.Request) -> httpx.Response:
@@ -75,7 +75,7 @@ class FakeOAuth:
             refresh = self.link(account)
         elif form.get("grant_type") == "refresh_token":
             refresh = form.get("refresh_token", "")
-            account = self.refresh.get(refresh)  # type: ignore[assignment]
+            account = self.refresh.get(refresh)
             if account is None:
                 return _json(400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."})
         else:
