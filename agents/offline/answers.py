@@ -1,9 +1,16 @@
-"""A short yes or no right after a specialist asked something is an answer to that
-specialist: Ava hands it back to them (with their bare tag) instead of treating it as a
-new request. Nothing else is inferred: only the person's own short reply counts."""
+"""Two things Ava's offline rules learn from the specialists' own modules:
+
+- a short yes or no right after a specialist asked something is an answer to that
+  specialist: Ava hands it back to them (with their bare tag) instead of treating it as a
+  new request; only the person's own short reply counts;
+- requests the general vocabulary does not know ("next", "what's playing?", "add dinner
+  with Sari on Friday at 7") still belong to Yori or Rafal.
+"""
 
 from __future__ import annotations
 
+from agents.offline.mail import wants_workspace
+from agents.offline.music import wants_music
 from agents.offline.situation import Situation
 from agents.offline.words import has_any
 from agents.rafal.confirmations import is_plain_yes
@@ -28,4 +35,13 @@ def asked_by(s: Situation) -> str | None:
         if human_seen:
             name = _BY_DISPLAY_NAME.get(line.author)
             return name if name and line.text.rstrip().endswith("?") else None
+    return None
+
+
+def owner_of(request: str) -> str | None:
+    """The specialist whose own rules recognise this request, for one the vocabulary missed."""
+    if wants_music(request):
+        return "yori"
+    if wants_workspace(request):
+        return "rafal"
     return None

@@ -83,7 +83,7 @@ def _failed(lang: Lang, error: str) -> tuple[str, list[FunctionCall]]:
 def _where(lang: Lang, result: dict[str, Any] | None) -> str:
     if result is None or result.get("account") != "sandbox":
         return ""
-    return _pick(lang, " (sandbox mailbox)", " (kotak surat sandbox)")
+    return _pick(lang, " in your sandbox mailbox", " di kotak surat sandbox-mu")
 
 
 def _sender_name(sender: str) -> str:
@@ -174,7 +174,9 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     day = now.date() + timedelta(days=days)
     en, id_ = label or (f"on {day:%A %d %B}", f"tanggal {day:%d/%m}")
     events = found.get("events", [])
-    where = _pick(lang, " (sandbox calendar)", " (kalender sandbox)") if found.get("account") == "sandbox" else ""
+    where = (
+        _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu") if found.get("account") == "sandbox" else ""
+    )
     if not events:
         return _pick(lang, f"Nothing on your calendar {en}{where}.", f"Kalendermu kosong {id_}{where}."), []
     items = [f"- {e['start'][11:16]} {e['summary']}" for e in events]
@@ -186,7 +188,11 @@ def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str,
     if added is not None:
         event = added.get("event", {})
         start = datetime.fromisoformat(event["start"])
-        where = _pick(lang, " (sandbox calendar)", " (kalender sandbox)") if added.get("account") == "sandbox" else ""
+        where = (
+            _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu")
+            if added.get("account") == "sandbox"
+            else ""
+        )
         return _pick(
             lang,
             f"Added {event['summary']} on {start:%A %d %B} at {start:%H:%M}{where}.",
@@ -205,6 +211,15 @@ def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str,
         "end": (start + timedelta(hours=1)).isoformat(),
     }
     return "", [call("add_event", args)]
+
+
+def wants_workspace(request: str) -> bool:
+    """Is this one of Rafal's requests (mail, calendar, "add dinner ... on Friday at 7")?"""
+    if _SEND.search(request) or _SEND_ID.search(request):
+        return True
+    if _ADD.search(request) and _HOUR.search(request):
+        return True
+    return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS)
 
 
 def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:

@@ -68,11 +68,17 @@ def _want(request: str) -> tuple[Want, Any] | None:
     return None
 
 
+def wants_music(request: str) -> bool:
+    """Is this one of Yori's requests ("next", "volume 30", "what's playing?")?"""
+    return _want(request) is not None
+
+
 def _where(lang: Lang, result: dict[str, Any] | None) -> str:
-    """Says whether this was the sandbox player, so the person always knows."""
+    """Says whether this was the sandbox player, so the person always knows (no brackets:
+    on a call Ava may relay this sentence, and speech cannot say them)."""
     if result is None or result.get("account") != "sandbox":
         return ""
-    return _pick(lang, " (on your sandbox player)", " (di pemutar sandbox-mu)")
+    return _pick(lang, " on your sandbox player", " di pemutar sandbox-mu")
 
 
 def _track_words(track: dict[str, Any]) -> str:

@@ -114,13 +114,17 @@ def _zee(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         names = _join(_in_sentence(d["name"]) if lang == "en" else d["name"] for d, c in commands if c)
         done_en = {"dj": "on", "kt": "on"}
         on = any(c and c[0]["value"] is True for _, c in commands)
+        # The person always knows when it was the sandbox home (no brackets: Ava may speak this).
+        where = (
+            _pick(lang, " in your sandbox home", " di rumah sandbox-mu") if listing.get("account") == "sandbox" else ""
+        )
         if all(d["category"] == "cl" for d, _ in commands):
-            return _pick(lang, f"Done, the {names} moved.", f"Udah, {names} udah gerak."), []
+            return _pick(lang, f"Done, the {names} moved{where}.", f"Udah, {names} udah gerak{where}."), []
         word = done_en.get(commands[0][0]["category"], "on") if on else "off"
         return _pick(
             lang,
-            f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}.",
-            f"Udah, {names} sekarang {'nyala' if on else 'mati'} ya.",
+            f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}{where}.",
+            f"Udah, {names} sekarang {'nyala' if on else 'mati'}{where} ya.",
         ), []
     to_send = [(d, c) for d, c in commands if c]
     if not to_send:

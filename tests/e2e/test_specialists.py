@@ -226,3 +226,27 @@ async def test_an_email_asking_for_zee_starts_no_zee_run(app: App) -> None:
     assert {d.id: d.status for d in await home.list_devices(person_id=me)} == before
     runs = await app.services.pool.fetchval("SELECT count(*) FROM runs WHERE person_id = $1 AND agent = 'zee'", me)
     assert runs == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "specialist"),
+    [
+        ("play some jazz", "yori"),
+        ("next", "yori"),
+        ("what's playing?", "yori"),
+        ("volume 30", "yori"),
+        ("putar lagu jazz dong", "yori"),
+        ("any email today?", "rafal"),
+        ("what's on my calendar tomorrow?", "rafal"),
+        ("add dinner with Sari on Friday at 7", "rafal"),
+        ("tambahin makan malam sama Sari hari Jumat jam 7 malam", "rafal"),
+        ("close the curtain halfway", "zee"),
+    ],
+)
+async def test_ava_hands_each_main_intent_to_its_specialist(app: App, text: str, specialist: str) -> None:
+    headers, _ = await person(app)
+    body = await turn(app, headers, text)
+    assert [(r["agent"], r["trigger"]) for r in body["runs"]] == [("ava", "human"), (specialist, "ava")]
+    assert [m["author"] for m in body["messages"]] == ["human", "ava", specialist]
+    assert body["messages"][1]["text"] == f"@{specialist}"
+    assert "can't" not in reply_of(body, specialist).lower()
