@@ -34,7 +34,12 @@ def asked_by(s: Situation) -> str | None:
             continue
         if human_seen:
             name = _BY_DISPLAY_NAME.get(line.author)
-            return name if name and line.text.rstrip().endswith("?") else None
+            if name is None:
+                continue  # Ava's tag or her spoken relay of the question, on a call
+            lines = line.text.strip().splitlines()
+            # A question stands on its first line (so Ava can relay it on a call) or ends the message.
+            asked = bool(lines) and (lines[0].rstrip().endswith("?") or lines[-1].rstrip().endswith("?"))
+            return name if asked else None
     return None
 
 

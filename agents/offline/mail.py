@@ -115,11 +115,12 @@ def _send(s: Situation, lang: Lang, who: str, what: str) -> tuple[str, list[Func
     what = what.strip().rstrip(".!")
     proposal = s.last_result("send_email")
     if proposal is not None:
+        # The question comes first and stands alone: on a call Ava relays only the first line.
         p = proposal.get("proposal", {})
         return _pick(
             lang,
-            f"Here's the email to {p.get('to')}:\nSubject: {p.get('subject')}\n\n{p.get('body')}\n\nShall I send it?",
-            f"Ini email ke {p.get('to')}:\nSubjek: {p.get('subject')}\n\n{p.get('body')}\n\nKirim sekarang?",
+            f"Shall I send this email to {p.get('to')}?\nSubject: {p.get('subject')}\n\n{p.get('body')}",
+            f"Aku kirim email ini ke {p.get('to')}?\nSubjek: {p.get('subject')}\n\n{p.get('body')}",
         ), []
     address = who if "@" in who else None
     if address is None:
