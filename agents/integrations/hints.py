@@ -45,21 +45,21 @@ class VendorUnavailable(ToolError):
 
 def not_linked(service: str) -> NotLinked:
     return NotLinked(
-        f"The person has not linked their {service} account, so this cannot reach it. "
-        "Tell them they can link it in the app's integrations page; do not retry."
+        f"No {service} account is linked, so this cannot reach it. "
+        "It can be linked in the app's integrations page; do not retry."
     )
 
 
 def token_expired(service: str) -> TokenExpired:
     return TokenExpired(
-        f"The link to the person's {service} account has expired or was revoked. "
-        "Ask them to link it again in the app's integrations page; do not retry."
+        f"the link to the {service} account has expired or was revoked. "
+        "It needs linking again in the app's integrations page; do not retry."
     )
 
 
 def rate_limited(service: str) -> RateLimited:
-    return RateLimited(f"{service} is asking us to slow down. Tell the person to try again in a minute.")
+    return RateLimited(f"{service} is asking us to slow down; try again in a minute.")
 
 
 def unavailable(service: str) -> VendorUnavailable:
-    return VendorUnavailable(f"{service} did not answer properly just now. Tell the person to try again shortly.")
+    return VendorUnavailable(f"{service} did not answer properly just now; try again shortly.")

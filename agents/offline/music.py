@@ -86,7 +86,10 @@ def _track_words(track: dict[str, Any]) -> str:
 
 
 def _failed(lang: Lang, error: str) -> tuple[str, list[FunctionCall]]:
-    return _pick(lang, f"I couldn't do that: {error}", f"Maaf, gagal: {error}"), []
+    # The tool's hint, as one sentence; "do not retry" is advice for the model, not the person.
+    reason = error.split("; do not retry")[0].rstrip(".")
+    reason = reason[:1].lower() + reason[1:]
+    return _pick(lang, f"I couldn't do that: {reason}.", f"Maaf, gagal: {reason}."), []
 
 
 def _play(s: Situation, lang: Lang, query: str) -> tuple[str, list[FunctionCall]]:

@@ -229,3 +229,31 @@ async def test_tuya_links_by_account_id_and_zee_goes_live(live: App, vendors: Ve
     lamp = vendors.tuya.devices["tuyauid42"][0]
     assert {s["code"]: s["value"] for s in lamp["status"]}["switch_led"] is True
     assert vendors.tuya.bad_signatures == 0
+
+
+async def test_a_revoked_link_becomes_a_sentence_not_a_crash(live: App, vendors: Vendors) -> None:
+    headers = await live.sign_in()
+    await link_google(live, vendors, headers)
+    vendors.google.oauth.refresh.clear()  # the person removed our access in their Google account
+    response = await live.say(headers, "@rafal any email today?")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["runs"][0]["status"] == "succeeded"
+    assert "link" in body["messages"][-1]["text"].lower()
+
+
+async def test_a_link_this_server_cannot_use_is_unavailable_and_the_sandbox_serves(
+    live: App, vendors: Vendors, settings: Settings
+) -> None:
+    headers = await live.sign_in("Budi")
+    await link_google(live, vendors, headers)
+    # The same database, served by a deployment without Google credentials.
+    async with running(settings) as (services, fastapi_app):
+        other = App(services, fastapi_app)
+        try:
+            again = await other.sign_in("Budi")
+            assert (await states(other, again))["google"]["status"] == "unavailable"
+            reply = (await other.say(again, "@rafal any email today?")).json()["messages"][-1]["text"]
+            assert "sandbox" in reply
+        finally:
+            await other.client.aclose()

@@ -47,6 +47,7 @@ class FakeOAuth:
     access: dict[str, str] = field(default_factory=dict)  # access token -> account
     revoked: list[str] = field(default_factory=list)
     scope: str = ""
+    rotate: bool = False  # hand out a new refresh token on every refresh (Spotify may)
 
     def grant_code(self, account: str) -> str:
         code = f"code-{account}-{next(_ids)}"
@@ -85,6 +86,9 @@ class FakeOAuth:
         body = {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "scope": self.scope}
         if form.get("grant_type") == "authorization_code":
             body["refresh_token"] = refresh
+        elif self.rotate:
+            del self.refresh[refresh]
+            body["refresh_token"] = self.link(account)
         return _json(200, body)
 
     def revoke(self, request: httpx.Request) -> httpx.Response:

@@ -24,7 +24,9 @@ def test_gmail_dates_are_the_persons_local_days() -> None:
     q = parse('in:inbox after:2026/12/01 from:sari subject:"dinner plans" late', zone=JAKARTA, now=NOW)
     assert q.folder == "inbox" and q.senders == ["sari"] and q.subjects == ["dinner plans"] and q.words == ["late"]
     assert q.after == datetime(2026, 12, 1, tzinfo=JAKARTA)
-    assert to_gmail("in:inbox after:2026/12/01", zone=JAKARTA, now=NOW) == "in:inbox after:1796058000"  # 2026-11-30T17:00Z
+    assert (
+        to_gmail("in:inbox after:2026/12/01", zone=JAKARTA, now=NOW) == "in:inbox after:1796058000"
+    )  # 2026-11-30T17:00Z
     assert parse("newer_than:2d", zone=JAKARTA, now=NOW).after == datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
     with pytest.raises(InputInvalid):
         parse("after:yesterday", zone=JAKARTA, now=NOW)
