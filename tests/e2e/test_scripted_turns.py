@@ -73,7 +73,7 @@ async def test_handoff_writes_the_tag_and_the_specialist_sees_the_request(app: A
     zee_lines = [c.text for c in zee_first.contents]
     assert zee_lines[-2].endswith("] lights!")
     assert zee_lines[-1].endswith("Ava] @zee please, the bedroom one")
-    assert zee_second.contents[-1].results[0].response == {"ok": True}
+    assert zee_second.contents[-1].results[0].response == {"account": "sandbox", "ok": True}
     assert ava_second.contents[-1].results[0].response == {"response": "On it is."}
 
 
