@@ -95,23 +95,31 @@ def _sender_name(sender: str) -> str:
 
 def _read_mail(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     found = s.last_result("read_messages")
-    today = _when(s.request) == 0 or s.local_now is None
+    today = s.local_now is not None and _when(s.request) in (0, None)
     if found is None:
-        query = "in:inbox"
-        if s.local_now is not None and (today or _when(s.request) is None):
-            query += f" after:{s.local_now:%Y/%m/%d}"
+        query = f"in:inbox after:{s.local_now:%Y/%m/%d}" if today and s.local_now else "in:inbox"
         return "", [call("read_messages", {"query": query, "limit": 10})]
     messages = found.get("messages", [])
     where = _where(lang, found)
+    when = _pick(lang, " today" if today else "", " hari ini" if today else "")
     if not messages:
-        return _pick(lang, f"No new email today{where}.", f"Hari ini belum ada email masuk{where}."), []
-    lines = [f"- {_sender_name(m['from'])}: {m['subject']}" for m in messages]
+        return _pick(lang, f"No new email{when}{where}.", f"Belum ada email masuk{when}{where}."), []
+    # The first line stands alone (on a call Ava relays only it); the list follows.
+    senders = _join_names([_sender_name(m["from"]) for m in messages], lang)
+    count = len(messages)
     head = _pick(
         lang,
-        f"You have {len(messages)} email{'s' if len(messages) > 1 else ''} today{where}:",
-        f"Ada {len(messages)} email hari ini{where}:",
+        f"You have {count} email{'s' if count > 1 else ''}{when}{where}, from {senders}.",
+        f"Ada {count} email{when}{where}, dari {senders}.",
     )
-    return head + "\n" + "\n".join(lines), []
+    return head + "\n" + "\n".join(f"- {_sender_name(m['from'])}: {m['subject']}" for m in messages), []
+
+
+def _join_names(names: list[str], lang: Lang) -> str:
+    unique = list(dict.fromkeys(names))
+    if len(unique) == 1:
+        return unique[0]
+    return ", ".join(unique[:-1]) + _pick(lang, " and ", " dan ") + unique[-1]
 
 
 def _send(s: Situation, lang: Lang, who: str, what: str) -> tuple[str, list[FunctionCall]]:
@@ -183,8 +191,9 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     )
     if not events:
         return _pick(lang, f"Nothing on your calendar {en}{where}.", f"Kalendermu kosong {id_}{where}."), []
-    items = [f"- {e['start'][11:16]} {e['summary']}" for e in events]
-    return _pick(lang, f"Your calendar {en}{where}:", f"Jadwalmu {id_}{where}:") + "\n" + "\n".join(items), []
+    items = _join_names([f"{e['summary']} at {e['start'][11:16]}" for e in events], lang)
+    items_id = _join_names([f"{e['summary']} jam {e['start'][11:16]}" for e in events], lang)
+    return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
 
 
 def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]] | None:

@@ -109,6 +109,7 @@ async def test_any_email_today_lists_todays_mail(app: App) -> None:
     assert "Slides for Monday" in reply
     assert "November statement" not in reply, "yesterday's mail is not today's"
     assert "sandbox" in reply
+    assert "Sari Wulandari" in reply.splitlines()[0], "the first line stands alone, for a call"
 
 
 async def test_indonesian_mail_request(app: App) -> None:
@@ -174,8 +175,9 @@ async def test_calendar_tomorrow_lists_tomorrows_events(app: App) -> None:
     headers, _ = await person(app)
     body = await turn(app, headers, "@rafal what's on my calendar tomorrow?")
     reply = reply_of(body, "rafal")
-    assert "09:00 Team stand-up" in reply
-    assert "12:30 Lunch with Budi" in reply
+    assert "Team stand-up at 09:00" in reply
+    assert "Lunch with Budi at 12:30" in reply
+    assert "\n" not in reply, "one sentence, which Ava can relay on a call"
     assert "Dentist" not in reply
 
 
