@@ -252,3 +252,19 @@ async def test_ava_hands_each_main_intent_to_its_specialist(app: App, text: str,
     assert [m["author"] for m in body["messages"]] == ["human", "ava", specialist]
     assert body["messages"][1]["text"] == f"@{specialist}"
     assert "can't" not in reply_of(body, specialist).lower()
+
+
+async def test_with_no_active_device_yori_lists_devices_and_plays_on_one(app: App) -> None:
+    headers, me = await person(app)
+    music = SandboxMusic(app.services.pool)
+    await music.my_devices(person_id=me)  # seeds the sandbox
+    await app.services.pool.execute("UPDATE sandbox_music_players SET device_id = NULL WHERE person_id = $1", me)
+    body = await turn(app, headers, "@yori play Take Five")
+    state = await music.now_playing(person_id=me)
+    assert state.playing and state.track is not None and state.track.name == "Take Five"
+    assert state.device is not None
+    assert "Take Five" in reply_of(body, "yori")
+    rows = await app.services.pool.fetch(
+        "SELECT name FROM run_events WHERE run_id = $1 ORDER BY idx", body["runs"][0]["id"]
+    )
+    assert [r["name"] for r in rows] == ["search_tracks", "play", "my_devices", "play"], "the hint led the way"
