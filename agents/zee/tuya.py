@@ -15,9 +15,11 @@ a project's credentials could otherwise reach any device of the project.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from agents.errors import ToolError
 from agents.integrations.hints import not_linked, rate_limited, unavailable
 from agents.zee.home import Command, CommandInvalid, Device, DeviceNotFound
 
@@ -35,6 +38,8 @@ _TOKEN_CODES = frozenset({1010, 1011, 1012})
 _COMMAND_CODES = frozenset({2008, 2009, 501})
 _DENIED_CODES = frozenset({1106, 2017})
 _RATE_CODES = frozenset({1100, 40000309})
+_GANG = re.compile(r"^switch_\d+$")
+_GANGED_MAX = 20  # channel names are fetched for at most this many multi-gang devices per listing
 
 # (person id) -> the Tuya uid of their linked app account, or None
 UidOf = Callable[[str], Awaitable[str | None]]
@@ -165,7 +170,15 @@ class TuyaHome:
 
     async def list_devices(self, *, person_id: str) -> list[Device]:
         result = await self._call("GET", f"/v1.0/users/{await self._uid(person_id)}/devices")
-        devices = result if isinstance(result, list) else []
+        devices = [d for d in (result if isinstance(result, list) else []) if isinstance(d, dict) and "id" in d]
+        multi = [d for d in devices if sum(1 for s in d.get("status", []) if _GANG.match(str(s.get("code")))) > 1]
+        names: dict[str, dict[str, str]] = {}
+        if multi:
+            async with asyncio.TaskGroup() as group:
+                tasks = {
+                    str(d["id"]): group.create_task(self._channel_names(str(d["id"]))) for d in multi[:_GANGED_MAX]
+                }
+            names = {ident: task.result() for ident, task in tasks.items()}
         return [
             Device(
                 id=str(d["id"]),
@@ -173,11 +186,22 @@ class TuyaHome:
                 category=str(d.get("category", "")),
                 online=bool(d.get("online", False)),
                 status={s["code"]: s.get("value") for s in d.get("status", []) if "code" in s},
-                channel_names={},
+                channel_names=names.get(str(d["id"]), {}),
             )
             for d in devices
-            if isinstance(d, dict) and "id" in d
         ]
+
+    async def _channel_names(self, device_id: str) -> dict[str, str]:
+        """A multi-gang device's channel names ("switch_1" -> "Fan"); none if Tuya has none to give."""
+        try:
+            result = await self._call("GET", f"/v1.0/devices/{device_id}/multiple-names")
+        except ToolError:
+            return {}  # names are a help, not a reason to fail the listing
+        return {
+            str(n["identifier"]): str(n.get("name", ""))
+            for n in (result if isinstance(result, list) else [])
+            if isinstance(n, dict) and n.get("identifier") and n.get("identifier") != "main"
+        }
 
     async def _owned(self, person_id: str, device_id: str) -> None:
         if not any(d.id == device_id for d in await self.list_devices(person_id=person_id)):

@@ -108,6 +108,8 @@ async def test_tuya_reaches_only_the_persons_own_devices_and_renews_its_token() 
         mine = (await home.list_devices(person_id="usr_1"))[0]
         with pytest.raises(DeviceNotFound):
             await home.send_commands(person_id="usr_2", device_id=mine.id, commands=[Command("switch_led", True)])
+        strip = next(d for d in await home.list_devices(person_id="usr_1") if d.category == "kg")
+        assert strip.channel_names == {"switch_1": "Fan", "switch_2": "Monitor"}
         fake.expire_tokens()  # Tuya says 1010: the adapter renews and retries once
         await home.send_commands(person_id="usr_1", device_id=mine.id, commands=[Command("switch_led", True)])
         assert (await home.device_status(person_id="usr_1", device_id=mine.id))["switch_led"] is True

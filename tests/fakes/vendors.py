@@ -453,6 +453,7 @@ class FakeGoogle:
 _TUYA_RULES: dict[str, dict[str, Any]] = {
     "dj": {"switch_led": bool, "bright_value": (10, 1000), "temp_value": (0, 1000)},
     "cl": {"percent_control": (0, 100), "control": {"open", "close", "stop"}},
+    "kg": {"switch_1": bool, "switch_2": bool},
 }
 
 
@@ -480,6 +481,13 @@ class FakeTuya:
                 "category": "cl",
                 "online": True,
                 "status": [{"code": "percent_control", "value": 100}, {"code": "control", "value": "stop"}],
+            },
+            {
+                "id": f"{uid}strip",
+                "name": "Desk switch",
+                "category": "kg",
+                "online": True,
+                "status": [{"code": "switch_1", "value": False}, {"code": "switch_2", "value": False}],
             },
         ]
 
@@ -530,6 +538,13 @@ class FakeTuya:
             return self._fail(1106, "permission deny")
         if path.endswith("/status"):
             return self._ok(device["status"])
+        if path.endswith("/multiple-names"):
+            gangs = [s["code"] for s in device["status"] if s["code"].startswith("switch_")]
+            names = {"switch_1": "Fan", "switch_2": "Monitor"}
+            return self._ok(
+                [{"identifier": "main", "name": device["name"]}]
+                + [{"identifier": g, "name": names.get(g, g)} for g in gangs]
+            )
         return self._command(device, json.loads(request.content))
 
     def _command(self, device: dict[str, Any], body: dict[str, Any]) -> httpx.Response:
