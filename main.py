@@ -39,6 +39,7 @@ from agents import (
     SPOTIFY,
     AccessTokens,
     Connections,
+    GoogleWorkspace,
     Integration,
     LinkError,
     Links,
@@ -52,10 +53,12 @@ from agents import (
     SandboxMusic,
     SandboxWorkspace,
     SmartHome,
+    SpotifyMusic,
     StateSigner,
     TokenCipher,
     Tool,
     Toolbox,
+    TuyaHome,
     Workspace,
     handoff_tools,
     rafal_tools,
@@ -208,10 +211,6 @@ def oauth_clients(settings: Settings, http: httpx.AsyncClient) -> dict[str, OAut
 
 def build_specialists(settings: Settings, pool: asyncpg.Pool, threads: Threads, http: httpx.AsyncClient) -> Specialists:
     """Sandboxes always; a live adapter per vendor whose credentials are set (SPEC §6.1)."""
-    from agents.rafal.google import GoogleWorkspace
-    from agents.yori.spotify import SpotifyMusic
-    from agents.zee.tuya import TuyaHome
-
     links = Links(pool, TokenCipher(integration_key(settings)))
     clients = oauth_clients(settings, http)
     tokens = {name: AccessTokens(client, links) for name, client in clients.items()}

@@ -29,6 +29,7 @@ from agents.model import (
 )
 from agents.offline import OfflineModel
 from agents.rafal.confirmations import PendingActions, PersonSaid
+from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.rafal.tools import rafal_tools
 from agents.rafal.workspace import Workspace
@@ -39,10 +40,12 @@ from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
 from agents.tools import Tool
 from agents.yori.music import MusicPlayer
 from agents.yori.sandbox import SandboxMusic
+from agents.yori.spotify import SpotifyMusic
 from agents.yori.tools import yori_tools
 from agents.zee.home import Command, Device, SmartHome
 from agents.zee.sandbox import SandboxHome
 from agents.zee.tools import zee_tools
+from agents.zee.tuya import TuyaHome
 
 __all__ = [
     "AGENTS",
@@ -66,6 +69,7 @@ __all__ = [
     "Device",
     "FunctionCall",
     "FunctionResult",
+    "GoogleWorkspace",
     "Integration",
     "IntegrationState",
     "LinkError",
@@ -94,6 +98,7 @@ __all__ = [
     "Session",
     "SmartHome",
     "SpokenReply",
+    "SpotifyMusic",
     "StateSigner",
     "ThreadMessage",
     "TokenCipher",
@@ -103,6 +108,7 @@ __all__ = [
     "ToolSpec",
     "Toolbox",
     "Trigger",
+    "TuyaHome",
     "Usage",
     "Workspace",
     "compose",
