@@ -113,17 +113,37 @@ async def test_an_event_without_guests_is_added_at_once(app: App, scripted: Scri
 
 
 @pytest.mark.parametrize(
-    ("tool", "args", "hint"),
+    ("agent", "tool", "args", "hint"),
     [
-        ("send_email", {"to": "budi(at)example", "subject": "x", "body": "y"}, "not an email address"),
-        ("add_event", {"summary": "x", "start": "tomorrow", "end": "later"}, "RFC 3339"),
-        ("list_events", {"time_min": "2026-12-02T00:00:00+07:00", "time_max": "2026-12-01T00:00:00+07:00"}, "after"),
-        ("confirm_action", {"action_id": "act_nope"}, "no pending action"),
-        ("read_messages", {"query": "after:yesterday"}, "not a date"),
+        ("rafal", "send_email", {"to": "budi(at)example", "subject": "x", "body": "y"}, "not an email address"),
+        ("rafal", "add_event", {"summary": "x", "start": "tomorrow", "end": "later"}, "RFC 3339"),
+        (
+            "rafal",
+            "list_events",
+            {"time_min": "2026-12-02T00:00:00+07:00", "time_max": "2026-12-01T00:00:00+07:00"},
+            "after",
+        ),
+        ("rafal", "confirm_action", {"action_id": "act_nope"}, "no pending action"),
+        ("rafal", "read_messages", {"query": "after:yesterday"}, "not a date"),
+        ("yori", "set_volume", {"percent": 250}, "0 to 100"),
+        ("yori", "play", {"uri": "spotify:track:madeup"}, "never guess"),
+        ("yori", "play", {"device_id": "sbx-toaster"}, "no device"),
+        (
+            "zee",
+            "send_commands",
+            {"device_id": "sbx-front-door", "commands": [{"code": "unlock", "value": True}]},
+            "no device",
+        ),
+        (
+            "zee",
+            "send_commands",
+            {"device_id": "sbx-light-bedroom", "commands": [{"code": "bright_value", "value": 9}]},
+            "not a valid value",
+        ),
     ],
 )
 async def test_bad_arguments_become_hints(
-    app: App, scripted: ScriptedModel, tool: str, args: dict[str, Any], hint: str
+    app: App, scripted: ScriptedModel, agent: str, tool: str, args: dict[str, Any], hint: str
 ) -> None:
     headers = await app.sign_in("Andi")
     seen: list[dict[str, Any]] = []
@@ -133,6 +153,7 @@ async def test_bad_arguments_become_hints(
         return ModelResponse("Sorry, that did not work.")
 
     scripted.extend([calling(tool, args), sorry])
-    body = (await app.say(headers, "@rafal do it")).json()
+    body = (await app.say(headers, f"@{agent} do it")).json()
     assert body["runs"][0]["status"] == "succeeded"
-    assert hint in seen[0]["error"]
+    assert hint in seen[0]["error"].lower() or hint in seen[0]["error"]
+    assert body["messages"][-1]["text"] == "Sorry, that did not work."
