@@ -32,34 +32,21 @@ import asyncpg
 import httpx
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from pydantic import SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import (
-    GOOGLE,
-    SPOTIFY,
-    AccessTokens,
-    Connections,
-    GoogleWorkspace,
     Integration,
     LinkError,
-    Links,
     Model,
-    MusicPlayer,
-    OAuthClient,
     OfflineModel,
-    PendingActions,
     RunContext,
-    SandboxHome,
-    SandboxMusic,
-    SandboxWorkspace,
-    SmartHome,
-    SpotifyMusic,
-    StateSigner,
+    Specialists,
     TokenCipher,
     Tool,
     Toolbox,
-    TuyaHome,
-    Workspace,
+    VendorCredentials,
+    build_specialists,
     handoff_tools,
     rafal_tools,
     yori_tools,
@@ -155,18 +142,6 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
-@dataclass(frozen=True)
-class Specialists:
-    """Each specialist's integration (sandbox, and live where the server has credentials),
-    the pending risky actions, and linking."""
-
-    home: Integration[SmartHome]
-    music: Integration[MusicPlayer]
-    workspace: Integration[Workspace]
-    pending: PendingActions
-    connections: Connections
-
-
 def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, datetime] | None]]:
     """The person's latest message and when it came: what a confirmation is checked against."""
 
@@ -190,55 +165,18 @@ def integration_key(settings: Settings) -> bytes:
     return path.read_bytes().strip()
 
 
-def oauth_clients(settings: Settings, http: httpx.AsyncClient) -> dict[str, OAuthClient]:
-    """The OAuth apps this server has credentials for (none by default)."""
-    clients: dict[str, OAuthClient] = {}
-    base = settings.oauth_redirect_base_url.rstrip("/")
-    for provider, client_id, secret in (
-        (GOOGLE, settings.google_client_id, settings.google_client_secret),
-        (SPOTIFY, settings.spotify_client_id, settings.spotify_client_secret),
-    ):
-        if client_id and secret is not None:
-            clients[provider.name] = OAuthClient(
-                provider,
-                client_id=client_id,
-                client_secret=secret.get_secret_value(),
-                redirect_uri=f"{base}/{provider.name}/callback",
-                http=http,
-            )
-    return clients
+def vendor_credentials(settings: Settings) -> VendorCredentials:
+    """The vendor apps this server holds credentials for (none by default: sandboxes only)."""
 
+    def pair(client_id: str | None, secret: SecretStr | None) -> tuple[str, str] | None:
+        return (client_id, secret.get_secret_value()) if client_id and secret is not None else None
 
-def build_specialists(settings: Settings, pool: asyncpg.Pool, threads: Threads, http: httpx.AsyncClient) -> Specialists:
-    """Sandboxes always; a live adapter per vendor whose credentials are set (SPEC §6.1)."""
-    links = Links(pool, TokenCipher(integration_key(settings)))
-    clients = oauth_clients(settings, http)
-    tokens = {name: AccessTokens(client, links) for name, client in clients.items()}
-
-    async def tuya_uid(person_id: str) -> str | None:
-        link = await links.get(person_id=person_id, integration="tuya")
-        return link.account_id if link else None
-
-    tuya = None
-    if settings.tuya_access_id and settings.tuya_access_secret is not None:
-        tuya = TuyaHome(
-            http=http,
-            base_url=settings.tuya_base_url,
-            client_id=settings.tuya_access_id,
-            secret=settings.tuya_access_secret.get_secret_value(),
-            uid_of=tuya_uid,
-        )
-    spotify = SpotifyMusic(http=http, tokens=tokens["spotify"]) if "spotify" in tokens else None
-    google = GoogleWorkspace(http=http, tokens=tokens["google"]) if "google" in tokens else None
-    state_key = hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest()
-    return Specialists(
-        home=Integration("tuya", SandboxHome(pool), tuya, links.is_linked),
-        music=Integration("spotify", SandboxMusic(pool), spotify, links.is_linked),
-        workspace=Integration("google", SandboxWorkspace(pool), google, links.is_linked),
-        pending=PendingActions(pool, person_said=person_said(threads)),
-        connections=Connections(
-            links=links, signer=StateSigner(state_key), oauth=clients, tokens=tokens, tuya_enabled=tuya is not None
-        ),
+    return VendorCredentials(
+        google=pair(settings.google_client_id, settings.google_client_secret),
+        spotify=pair(settings.spotify_client_id, settings.spotify_client_secret),
+        tuya=pair(settings.tuya_access_id, settings.tuya_access_secret),
+        tuya_base_url=settings.tuya_base_url,
+        redirect_base_url=settings.oauth_redirect_base_url,
     )
 
 
@@ -357,7 +295,15 @@ async def start_services(
             timeout=settings.integration_timeout_s,
             limits=httpx.Limits(max_connections=50),
         )
-        specialists = build_specialists(settings, pool, threads, vendor_http)
+        specialists = build_specialists(
+            pool=pool,
+            http=vendor_http,
+            credentials=vendor_credentials(settings),
+            token_key=integration_key(settings),
+            # The OAuth state key is derived from the session secret, apart from it by its label.
+            state_key=hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest(),
+            person_said=person_said(threads),
+        )
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,

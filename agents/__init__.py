@@ -12,6 +12,7 @@ from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
 from agents.integrations.accounts import Account, Integration
 from agents.integrations.connections import Connections, IntegrationState
+from agents.integrations.deployment import Specialists, VendorCredentials, build_specialists
 from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
 from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
 from agents.model import (
@@ -97,6 +98,7 @@ __all__ = [
     "Segment",
     "Session",
     "SmartHome",
+    "Specialists",
     "SpokenReply",
     "SpotifyMusic",
     "StateSigner",
@@ -110,7 +112,9 @@ __all__ = [
     "Trigger",
     "TuyaHome",
     "Usage",
+    "VendorCredentials",
     "Workspace",
+    "build_specialists",
     "compose",
     "handoff_tools",
     "parse_spoken",
