@@ -204,7 +204,17 @@ def build_toolbox(*, specialists: Specialists) -> Toolbox:
         )
 
     toolbox.register("ava", handoffs)
-    toolbox.register("zee", lambda context: zee_tools(home.once(context.person_id), person_id=context.person_id))
+
+    def zee(context: RunContext) -> list[Tool]:
+        return zee_tools(
+            home.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
+
+    toolbox.register("zee", zee)
     toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
     toolbox.register("rafal", rafal)
     return toolbox

@@ -11,6 +11,7 @@ from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
 from agents.integrations.accounts import Account, Integration
+from agents.integrations.confirmations import PendingActions, PersonSaid
 from agents.integrations.connections import Connections, IntegrationState
 from agents.integrations.deployment import Specialists, VendorCredentials, build_specialists
 from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
@@ -29,7 +30,6 @@ from agents.model import (
     Usage,
 )
 from agents.offline import OfflineModel
-from agents.rafal.confirmations import PendingActions, PersonSaid
 from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.rafal.tools import rafal_tools

@@ -14,10 +14,10 @@ import asyncpg
 import httpx
 
 from agents.integrations.accounts import Integration
+from agents.integrations.confirmations import PendingActions, PersonSaid
 from agents.integrations.connections import Connections
 from agents.integrations.linking import Links, StateSigner, TokenCipher
 from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
-from agents.rafal.confirmations import PendingActions, PersonSaid
 from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.rafal.workspace import Workspace

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
+from agents.integrations.confirmations import is_plain_yes
 from agents.offline.mail import wants_workspace
 from agents.offline.music import wants_music
 from agents.offline.situation import Situation
 from agents.offline.words import has_any
-from agents.rafal.confirmations import is_plain_yes
 from agents.roster import SPECIALISTS
 
 _NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")

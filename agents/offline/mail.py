@@ -13,10 +13,10 @@ import re
 from datetime import datetime, time, timedelta
 from typing import Any
 
+from agents.integrations.confirmations import is_plain_yes
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, words_of
-from agents.rafal.confirmations import is_plain_yes
 
 _SEND = re.compile(
     r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+to\s+"

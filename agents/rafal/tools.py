@@ -13,13 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agents.errors import ToolError
 from agents.integrations.accounts import Account
 from agents.integrations.arguments import integer, required_text, strings, text
+from agents.integrations.confirmations import CONFIRMATION_SPECS, ConfirmingTools, PendingAction, PendingActions
 from agents.integrations.hints import InputInvalid
 from agents.integrations.outside import as_data
 from agents.model import ToolSpec
-from agents.rafal.confirmations import PendingAction, PendingActions
 from agents.rafal.workspace import (
     CONTACTS_LIMIT_MAX,
     EVENTS_LIMIT_MAX,
@@ -75,25 +74,16 @@ def _event(e: Event, zone: ZoneInfo) -> dict[str, Any]:
     }
 
 
-def _proposal(action: PendingAction, what: str) -> dict[str, Any]:
-    return {
-        "account": action.account,
-        "status": "awaiting_confirmation",
-        "action_id": action.id,
-        "proposal": action.payload,
-        "next": f"Nothing is done yet. Show the person {what} and ask them to say yes. Only after their yes, "
-        "call confirm_action with this action_id.",
-    }
-
-
-class _Rafal:
+class _Rafal(ConfirmingTools[Workspace]):
     """The handlers, sharing one run's account, person, zone and trigger."""
+
+    agent = "rafal"
 
     def __init__(
         self, choose: Choose, pending: PendingActions, *, person_id: str, zone: ZoneInfo, run_id: str, by_wake: bool
     ) -> None:
-        self.choose, self.pending = choose, pending
-        self.person_id, self.zone, self.run_id, self.by_wake = person_id, zone, run_id, by_wake
+        super().__init__(choose, pending, person_id=person_id, run_id=run_id, by_wake=by_wake)
+        self.zone = zone
 
     async def read_messages(self, args: dict[str, Any]) -> dict[str, Any]:
         query = text(args, "query", required=False, chars_max=500) or ""
@@ -107,14 +97,8 @@ class _Rafal:
         subject = required_text(args, "subject", chars_max=SUBJECT_CHARS_MAX)
         body = required_text(args, "body", chars_max=BODY_CHARS_MAX)
         account = await self.choose()
-        action = await self.pending.propose(
-            person_id=self.person_id,
-            kind="send_email",
-            payload={"to": to, "subject": subject, "body": body},
-            account=account.kind,
-            run_id=self.run_id,
-        )
-        return _proposal(action, "the recipient, subject and body")
+        payload = {"to": to, "subject": subject, "body": body}
+        return await self.propose(account, "send_email", payload, what="the recipient, subject and body")
 
     async def list_events(self, args: dict[str, Any]) -> dict[str, Any]:
         time_min = _moment(args, "time_min", self.zone, required=False) or datetime.now(UTC)
@@ -146,10 +130,7 @@ class _Rafal:
         account = await self.choose()
         if payload["guests"]:
             # Guests get an invitation by email: that is sending mail on the person's behalf.
-            action = await self.pending.propose(
-                person_id=self.person_id, kind="add_event", payload=payload, account=account.kind, run_id=self.run_id
-            )
-            return _proposal(action, "the title, time and guests")
+            return await self.propose(account, "add_event", payload, what="the title, time and guests")
         event = await self._add_event(account, payload)
         return {"account": account.kind, "event": _event(event, self.zone)}
 
@@ -192,30 +173,6 @@ class _Rafal:
         )
         return {"account": account.kind, "contact": {"resource_name": contact.resource_name, "name": contact.name}}
 
-    async def pending_actions(self, _: dict[str, Any]) -> dict[str, Any]:
-        actions = await self.pending.open(person_id=self.person_id)
-        return {
-            "pending": [
-                {"action_id": a.id, "kind": a.kind, "proposal": a.payload, "account": a.account} for a in actions
-            ]
-        }
-
-    async def confirm_action(self, args: dict[str, Any]) -> dict[str, Any]:
-        action_id = required_text(args, "action_id", chars_max=40)
-        account = await self.choose()
-        action = await self.pending.claim(person_id=self.person_id, action_id=action_id, by_wake_note=self.by_wake)
-        try:
-            if action.account != account.kind:
-                raise ToolError("The person's Google link changed since the proposal; propose it again.")
-            outcome = await self._carry_out(account, action)
-        except ToolError as exc:
-            await self.pending.record(
-                person_id=self.person_id, action_id=action.id, ok=False, outcome={"error": str(exc)}
-            )
-            raise
-        await self.pending.record(person_id=self.person_id, action_id=action.id, ok=True, outcome=outcome)
-        return {"account": account.kind, "done": action.kind, **outcome}
-
     async def _carry_out(self, account: Account[Workspace], action: PendingAction) -> dict[str, Any]:
         payload = action.payload
         if action.kind == "send_email":
@@ -230,16 +187,9 @@ class _Rafal:
         event = await self._add_event(account, payload)
         return {"event": _event(event, self.zone)}
 
-    async def cancel_action(self, args: dict[str, Any]) -> dict[str, Any]:
-        action_id = required_text(args, "action_id", chars_max=40)
-        if not await self.pending.cancel(person_id=self.person_id, action_id=action_id):
-            raise ToolError(f"There is no pending action {action_id!r} to cancel.")
-        return {"cancelled": action_id}
-
 
 _STRING, _INTEGER = {"type": "string"}, {"type": "integer"}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
-_ACTION = object_schema({"action_id": _STRING}, ("action_id",))
 # What the model reads; each name is a method of `_Rafal`.
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -289,18 +239,7 @@ SPECS: tuple[ToolSpec, ...] = (
         "Add a contact with a name and optional email addresses and phone numbers.",
         object_schema({"name": _STRING, "emails": _STRINGS, "phones": _STRINGS}, ("name",)),
     ),
-    ToolSpec(
-        "pending_actions",
-        "List the emails and invitations proposed earlier that still wait for the person's yes.",
-        object_schema({}),
-    ),
-    ToolSpec(
-        "confirm_action",
-        "Carry out a proposed action after the person said yes to it in their latest message. Refused if they "
-        "have not answered yet or did not clearly say yes.",
-        _ACTION,
-    ),
-    ToolSpec("cancel_action", "Drop a proposed action the person said no to.", _ACTION),
+    *CONFIRMATION_SPECS,
 )
 
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from agents import StateSigner
+from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel, StateSigner
 from main import running, session_secret
 from settings import Settings
 from tests.conftest import App
@@ -257,3 +257,56 @@ async def test_a_link_this_server_cannot_use_is_unavailable_and_the_sandbox_serv
             assert "sandbox" in reply
         finally:
             await other.client.aclose()
+
+
+async def test_unlocking_a_real_door_waits_for_the_persons_yes(
+    linked_settings: Settings, vendors: Vendors, scripted: ScriptedModel
+) -> None:
+    """Zee on a scripted model that would unlock at once: the command is only proposed, a
+    confirmation in the same turn is refused, and the person's own yes carries it out."""
+    door = {"device_id": "tuyauid7door", "commands": [{"code": "lock_motor_state", "value": False}]}
+    seen: list[dict[str, Any]] = []
+
+    def remember(reply: str) -> Any:
+        def answer(request: ModelRequest) -> ModelResponse:
+            seen.append(dict(request.contents[-1].results[0].response))
+            return ModelResponse(reply)
+
+        return answer
+
+    def confirm_first(request: ModelRequest) -> ModelResponse:
+        pending = request.contents[-1].results[0].response["pending"]
+        return ModelResponse("", (FunctionCall("c2", "confirm_action", {"action_id": pending[0]["action_id"]}),))
+
+    vendors.tuya.user("tuyauid7")
+    transport = httpx.MockTransport(vendors.route)
+    async with running(linked_settings, model=scripted, vendor_transport=transport) as (services, fastapi_app):
+        app = App(services, fastapi_app)
+        try:
+            headers = await app.sign_in()
+            await app.client.post("/v1/integrations/tuya/connection", json={"account_id": "tuyauid7"}, headers=headers)
+            scripted.extend(
+                [
+                    ModelResponse("", (FunctionCall("c1", "send_commands", door),)),
+                    ModelResponse("", (FunctionCall("c2", "pending_actions", {}),)),
+                    confirm_first,
+                    remember("Shall I unlock the front door?"),
+                ]
+            )
+            await app.say(headers, "@zee unlock the front door")
+            assert "not answered" in seen[0]["error"]
+            lock = next(d for d in vendors.tuya.devices["tuyauid7"] if d["category"] == "ms")
+            assert lock["status"][0]["value"] is True, "still locked"
+
+            scripted.extend(
+                [
+                    ModelResponse("", (FunctionCall("c3", "pending_actions", {}),)),
+                    confirm_first,
+                    remember("Unlocked."),
+                ]
+            )
+            await app.say(headers, "@zee yes")
+            assert seen[1]["done"] == "device_commands"
+            assert lock["status"][0]["value"] is False
+        finally:
+            await app.client.aclose()

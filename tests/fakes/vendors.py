@@ -454,6 +454,7 @@ _TUYA_RULES: dict[str, dict[str, Any]] = {
     "dj": {"switch_led": bool, "bright_value": (10, 1000), "temp_value": (0, 1000)},
     "cl": {"percent_control": (0, 100), "control": {"open", "close", "stop"}},
     "kg": {"switch_1": bool, "switch_2": bool},
+    "ms": {"lock_motor_state": bool},
 }
 
 
@@ -481,6 +482,13 @@ class FakeTuya:
                 "category": "cl",
                 "online": True,
                 "status": [{"code": "percent_control", "value": 100}, {"code": "control", "value": "stop"}],
+            },
+            {
+                "id": f"{uid}door",
+                "name": "Front door",
+                "category": "ms",
+                "online": True,
+                "status": [{"code": "lock_motor_state", "value": True}],
             },
             {
                 "id": f"{uid}strip",

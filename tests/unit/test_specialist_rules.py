@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents.integrations.arguments import integer
+from agents.integrations.confirmations import is_plain_yes
 from agents.integrations.hints import InputInvalid
 from agents.integrations.outside import as_data
-from agents.rafal.confirmations import is_plain_yes
 from agents.rafal.gmail_query import parse, to_gmail
 from agents.rafal.workspace import checked_address
 from chat import mentions
