@@ -32,7 +32,7 @@ API_URL = "https://api.spotify.com/v1"
 def _refine(response: httpx.Response) -> ToolError | None:
     reason = str(error_body(response).get("reason", ""))
     if reason == "PREMIUM_REQUIRED" or (response.status_code == 403 and "premium" in response.text.lower()):
-        return PremiumRequired("Playback control needs Spotify Premium. Tell the person; do not work around it.")
+        return PremiumRequired("Playback control needs Spotify Premium; do not retry or work around it.")
     if reason == "NO_ACTIVE_DEVICE":
         return NoActiveDevice("No device is active. Call my_devices and play again with one of their ids.")
     return None
