@@ -13,7 +13,6 @@ from agents.instructions import Channel, Session, Trigger, compose
 from agents.integrations.accounts import Account, Integration
 from agents.integrations.confirmations import PendingActions, PersonSaid
 from agents.integrations.connections import Connections, IntegrationState
-from agents.integrations.deployment import Specialists, VendorCredentials, build_specialists
 from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
 from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
 from agents.model import (
@@ -37,6 +36,7 @@ from agents.rafal.workspace import Workspace
 from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
 from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
 from agents.scripted import ScriptedModel
+from agents.specialists import Specialists, VendorCredentials, build_specialists
 from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
 from agents.tools import Tool
 from agents.yori.music import MusicPlayer

@@ -1,16 +1,15 @@
 """Linking endpoints (SPEC §6.2, §12): each integration's state, the consent URL, and
 connecting or disconnecting one. Everything is scoped to the signed-in person; linking
-errors become problem+json through `on_link_error`, registered by main.py."""
+errors carry their stable type and become problem+json at the edge like every other."""
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.responses import JSONResponse
 
-from agents import Connections, LinkError
+from agents import Connections
 from chat.api import ChatApi, current_person_dependency
-from chat.edge import problem
+from chat.edge import problem_responses
 from chat.people import Person
 
 _NAME = Path(min_length=1, max_length=40, description="google, spotify or tuya")
@@ -26,13 +25,8 @@ class Connect(BaseModel):
     account_id: str | None = Field(default=None, min_length=1, max_length=64)
 
 
-async def on_link_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, LinkError)
-    return problem(exc.status, exc.code, exc.title, str(exc) or None)
-
-
 def build_integrations_router(api: ChatApi, connections: Connections) -> APIRouter:
-    router = APIRouter(prefix="/v1/integrations", tags=["integrations"])
+    router = APIRouter(prefix="/v1/integrations", tags=["integrations"], responses=problem_responses(401, 422))
     current_person = current_person_dependency(api)
 
     @router.get("")
@@ -40,14 +34,14 @@ def build_integrations_router(api: ChatApi, connections: Connections) -> APIRout
         """Each integration: live (linked, reachable), sandbox (not linked) or unavailable."""
         return {"integrations": [s.as_json() for s in await connections.states(person_id=person.id)]}
 
-    @router.get("/{name}/auth-url")
+    @router.get("/{name}/auth-url", responses=problem_responses(404, 409))
     async def auth_url(
         person: Annotated[Person, Depends(current_person)], name: Annotated[str, _NAME]
     ) -> dict[str, Any]:
         """The provider's consent page; its state is bound to you and expires in 15 minutes."""
         return {"url": connections.auth_url(person_id=person.id, name=name), "expires_in_s": 900}
 
-    @router.post("/{name}/connection")
+    @router.post("/{name}/connection", responses=problem_responses(400, 404, 409, 503))
     async def connect(
         person: Annotated[Person, Depends(current_person)], name: Annotated[str, _NAME], body: Connect
     ) -> dict[str, Any]:
@@ -56,7 +50,7 @@ def build_integrations_router(api: ChatApi, connections: Connections) -> APIRout
         )
         return state.as_json()
 
-    @router.delete("/{name}/connection")
+    @router.delete("/{name}/connection", responses=problem_responses(404))
     async def disconnect(
         person: Annotated[Person, Depends(current_person)], name: Annotated[str, _NAME]
     ) -> dict[str, Any]:

@@ -29,42 +29,34 @@ STATE_TTL = timedelta(minutes=15)
 
 
 class LinkError(AgentError):
-    """Linking failed in a way the person can fix or should know about; `status` is a hint
-    for the HTTP edge, which alone turns it into a response."""
+    """Linking failed in a way the person can fix or should know about. Like every domain
+    error it carries only its stable `type`; the HTTP edge's one table picks the status."""
 
     code = "link_error"
-    status = 400
-    title = "Linking failed"
+
+    @property
+    def type(self) -> str:
+        return self.code
 
 
 class IntegrationUnknown(LinkError):
     code = "integration_unknown"
-    status = 404
-    title = "No such integration"
 
 
 class LinkStateInvalid(LinkError):
     code = "link_state_invalid"
-    status = 400
-    title = "The link request expired or is not yours; start linking again"
 
 
 class LinkingUnavailable(LinkError):
     code = "linking_unavailable"
-    status = 409
-    title = "This server cannot link that integration"
 
 
 class LinkRejected(LinkError):
     code = "link_rejected"
-    status = 400
-    title = "The provider refused the link"
 
 
 class ProviderUnavailable(LinkError):
     code = "provider_unavailable"
-    status = 502
-    title = "The provider did not answer"
 
 
 def _b64(raw: bytes) -> str:
