@@ -170,7 +170,9 @@ def _answer_proposal(s: Situation, lang: Lang, yes: bool) -> tuple[str, list[Fun
         event = done.get("event", {})
         return _pick(lang, f"Added {event.get('summary')}.", f"Udah aku tambahin {event.get('summary')}."), []
     if not pending:
-        return None
+        return _pick(
+            lang, "Nothing is waiting for your yes right now.", "Nggak ada yang lagi nunggu persetujuanmu."
+        ), []
     name = "confirm_action" if yes else "cancel_action"
     return "", [call(name, {"action_id": pending[0]["action_id"]})]
 

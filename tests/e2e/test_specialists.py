@@ -139,8 +139,9 @@ async def test_an_email_is_sent_only_after_the_person_says_yes(app: App) -> None
     assert [(m.to, m.subject) for m in sent] == [("budi@example.com", "I'll be late")]
     assert "I'll be late." in sent[0].body
 
-    await turn(app, headers, "@rafal yes")
+    body = await turn(app, headers, "@rafal yes")
     assert len(await sent_mail(app, me)) == 1, "a confirmation runs once"
+    assert reply_of(body, "rafal") == "Nothing is waiting for your yes right now."
 
 
 async def test_no_cancels_the_email(app: App) -> None:
