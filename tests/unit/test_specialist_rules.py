@@ -61,3 +61,21 @@ def test_volume_arguments_are_checked(value: object) -> None:
 @pytest.mark.parametrize("address", ["budi@example.com", "sari.w+x@mail.example.co.id"])
 def test_plain_addresses_pass(address: str) -> None:
     assert checked_address(address) == address
+
+
+async def test_a_run_keeps_the_account_it_started_with() -> None:
+    from agents import Integration
+
+    linked: set[str] = set()
+
+    async def is_linked(person_id: str, integration: str) -> bool:
+        return person_id in linked
+
+    integration = Integration("spotify", sandbox="the sandbox", live="the live adapter", is_linked=is_linked)
+    choose = integration.once("usr_1")
+    assert (await choose()).kind == "sandbox"
+    linked.add("usr_1")  # linked mid-run: this run still finishes on the sandbox
+    assert (await choose()).port == "the sandbox"
+    assert (await integration.once("usr_1")()).kind == "live", "the next run goes live"
+    no_credentials = Integration("spotify", sandbox="the sandbox", live=None, is_linked=is_linked)
+    assert (await no_credentials.once("usr_1")()).kind == "sandbox"
