@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from agents import MusicPlayer, SandboxMusic
-from agents.integrations.hints import InputInvalid, NotFound, PremiumRequired
+from agents.integrations.hints import InputInvalid, NotFound, PremiumRequired, RateLimited
 from agents.yori.spotify import SpotifyMusic
 from tests.fakes.linked import client_for, linked_tokens
 from tests.fakes.vendors import FakeSpotify
@@ -103,5 +103,8 @@ async def test_spotify_errors_become_hints(pool: asyncpg.Pool) -> None:
         fake.free_accounts.add("usr_1")
         with pytest.raises(PremiumRequired):
             await music.pause(person_id="usr_1")
+        fake.busy = True
+        with pytest.raises(RateLimited):
+            await music.search_tracks(person_id="usr_1", query="jazz", limit=3)
         with pytest.raises(NotLinked):
             await music.now_playing(person_id="usr_3")

@@ -147,6 +147,7 @@ class FakeSpotify:
         )
         self.players: dict[str, _Player] = {}
         self.free_accounts: set[str] = set()
+        self.busy = False  # answer every API call with 429, as Spotify does when rate limiting
 
     def _player(self, account: str) -> _Player:
         return self.players.setdefault(
@@ -172,6 +173,12 @@ class FakeSpotify:
         account = self.oauth.account_of(request)
         if account is None:
             return self._error(401, "The access token expired")
+        if self.busy:
+            return httpx.Response(
+                429,
+                headers={"Retry-After": "30"},
+                json={"error": {"status": 429, "message": "API rate limit exceeded"}},
+            )
         path, method, p = request.url.path.removeprefix("/v1"), request.method, self._player(account)
         if path == "/search":
             words = request.url.params.get("q", "").lower().split()
