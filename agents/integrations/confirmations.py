@@ -9,7 +9,9 @@ to the model:
   (30 minutes);
 - the run was started by the person or by Ava on their behalf, never by a wake note;
 - the person's latest message in the thread was written *after* the proposal, and it is
-  a plain yes ("yes", "ya", "ok, send it") with no no in it.
+  a plain yes ("yes", "ya", "ok, send it") with no no in it;
+- nothing else was proposed (in another turn) between the proposal and that yes, which
+  the yes might be answering instead.
 
 Text inside an email or an event can therefore never confirm anything: it is not the
 person's message, and it arrives in the same turn as the proposal at the earliest. A
@@ -52,12 +54,23 @@ INSERT INTO pending_actions (id, person_id, agent, kind, payload, account, propo
 VALUES ($1, $2, $8, $3, $4::jsonb, $5, $6, clock_timestamp() + $7::interval)
 RETURNING proposed_at
 """
-_COLUMNS = "id, kind, payload, account, proposed_at, expires_at, status, expires_at < clock_timestamp() AS expired"
+_COLUMNS = (
+    "id, kind, payload, account, proposed_run_id, proposed_at, expires_at, status, "
+    "expires_at < clock_timestamp() AS expired"
+)
 _GET_SQL = f"SELECT {_COLUMNS} FROM pending_actions WHERE person_id = $1 AND id = $2 AND agent = $3"
 _OPEN_SQL = f"""
 SELECT {_COLUMNS} FROM pending_actions
 WHERE person_id = $1 AND agent = $2 AND status = 'pending' AND expires_at > clock_timestamp()
 ORDER BY proposed_at DESC LIMIT 10
+"""
+# A later question the person's yes may be answering instead: a pending proposal of this
+# agent from another run, made after this one and before the yes.
+_ASKED_SINCE_SQL = """
+SELECT EXISTS (
+    SELECT 1 FROM pending_actions
+    WHERE person_id = $1 AND agent = $2 AND status = 'pending' AND expires_at > clock_timestamp()
+      AND proposed_run_id <> $3 AND proposed_at > $4 AND proposed_at < $5)
 """
 _DECIDE_SQL = """
 UPDATE pending_actions SET status = $3, decided_at = clock_timestamp(), outcome = $4::jsonb
@@ -76,6 +89,7 @@ class PendingAction:
     kind: ActionKind
     payload: dict[str, Any]
     account: str
+    proposed_run_id: str
     proposed_at: datetime
     expires_at: datetime
     status: str
@@ -94,6 +108,7 @@ def _action(row: asyncpg.Record) -> PendingAction:
         row["kind"],
         dict(row["payload"]),
         row["account"],
+        row["proposed_run_id"],
         row["proposed_at"],
         row["expires_at"],
         row["status"],
@@ -141,6 +156,14 @@ class PendingActions:
             raise ConfirmationMissing(
                 "The person's latest message is not a plain yes. If they want changes, propose again with the "
                 "changes; if they said no, call cancel_action."
+            )
+        asked_since = await self._pool.fetchval(
+            _ASKED_SINCE_SQL, person_id, agent, action.proposed_run_id, action.proposed_at, said[1]
+        )
+        if asked_since:
+            raise ConfirmationMissing(
+                "Something else was proposed after this and the person's yes may be for that. Ask again about "
+                "this one, or cancel it."
             )
         if await self._pool.fetchval(_DECIDE_SQL, person_id, action_id, "done", None, "pending", agent) is None:
             raise ToolError("That action was just handled by another request; do not do it again.")

@@ -157,3 +157,38 @@ async def test_bad_arguments_become_hints(
     assert body["runs"][0]["status"] == "succeeded"
     assert hint in seen[0]["error"].lower() or hint in seen[0]["error"]
     assert body["messages"][-1]["text"] == "Sorry, that did not work."
+
+
+async def test_a_yes_answers_the_latest_question_not_an_older_one(app: App, scripted: ScriptedModel) -> None:
+    headers = await app.sign_in("Andi")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    for to in ("budi@example.com", "sari@example.com"):
+        scripted.extend(
+            [
+                calling("send_email", {"to": to, "subject": "Late", "body": "I'll be late."}),
+                ModelResponse(f"Shall I send it to {to}?"),
+            ]
+        )
+        await app.say(headers, f"@rafal email {to} that I'll be late")
+    seen: list[dict[str, Any]] = []
+
+    def remember(request: ModelRequest) -> ModelResponse:
+        seen.append(last_result(request))
+        return ModelResponse("Done.")
+
+    def confirm(which: int) -> Any:
+        def reply(request: ModelRequest) -> ModelResponse:
+            pending = last_result(request)["pending"]  # newest first
+            return calling("confirm_action", {"action_id": pending[which]["action_id"]})
+
+        return reply
+
+    scripted.extend([calling("pending_actions"), confirm(1), remember])
+    await app.say(headers, "@rafal yes")
+    assert "proposed after this" in seen[0]["error"], "the yes was for Sari's email, not Budi's"
+    scripted.extend([calling("pending_actions"), confirm(0), remember])
+    await app.say(headers, "@rafal yes")
+    sent = await SandboxWorkspace(app.services.pool).read_messages(
+        person_id=me, query="in:sent", limit=10, zone=JAKARTA
+    )
+    assert [m.to for m in sent] == ["sari@example.com"]
