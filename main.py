@@ -138,6 +138,10 @@ def build_toolbox(*, home: SandboxHome) -> Toolbox:
     return toolbox
 
 
+# How long the shutdown waits for calls to say goodbye (a sentence, then the audio drains).
+_GOODBYE_S_MAX = 10.0
+
+
 @dataclass
 class Services:
     """Everything one process runs, built once and closed once (by unwinding `stack`)."""
@@ -160,9 +164,12 @@ class Services:
     stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     async def end_calls(self) -> None:
-        """Hang up every live call (the first step of shutdown, before connections close)."""
+        """Hang up every live call (the first step of shutdown, before connections close):
+        Ava says a short goodbye on every door, then the call ends with `hangup` reason
+        `shutdown`; a WebRTC call still up after that is cut."""
         from voice import end_webrtc_calls
 
+        await self.voice.end_all_calls(reason="shutdown", timeout_s=min(self.settings.shutdown_grace_s, _GOODBYE_S_MAX))
         await end_webrtc_calls()
 
     async def close(self) -> None:
