@@ -72,6 +72,8 @@ log = logging.getLogger("avagenc")
 # How long shutdown waits for the Whisper preload thread: a native thread still loading
 # the model when the interpreter exits aborts the process (exit 134).
 _PRELOAD_JOIN_S = 60.0
+# How long live calls get for Ava's goodbye at shutdown before they are cut.
+_CALLS_END_S = 10.0
 
 
 def session_secret(settings: Settings) -> bytes:
@@ -139,10 +141,6 @@ def build_toolbox(*, home: SandboxHome) -> Toolbox:
     return toolbox
 
 
-# How long the shutdown waits for calls to say goodbye (a sentence, then the audio drains).
-_GOODBYE_S_MAX = 10.0
-
-
 @dataclass
 class Services:
     """Everything one process runs, built once and closed once (by unwinding `stack`)."""
@@ -165,13 +163,8 @@ class Services:
     stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     async def end_calls(self) -> None:
-        """Hang up every live call (the first step of shutdown, before connections close):
-        Ava says a short goodbye on every door, then the call ends with `hangup` reason
-        `shutdown`; a WebRTC call still up after that is cut."""
-        from voice import end_webrtc_calls
-
-        await self.voice.end_all_calls(reason="shutdown", timeout_s=min(self.settings.shutdown_grace_s, _GOODBYE_S_MAX))
-        await end_webrtc_calls()
+        """Hang up every live call (the first step of shutdown, before connections close)."""
+        await end_calls(self.voice)
 
     async def close(self) -> None:
         await self.stack.aclose()
@@ -280,7 +273,7 @@ def build_voice(
     wallet: Wallet,
 ) -> tuple[VoiceDoors, str]:
     """The call doors and their engines; live calls are hung up first when the stack unwinds."""
-    from voice import CallLimits, TurnTiming, VoiceDoors, end_webrtc_calls
+    from voice import CallLimits, TurnTiming, VoiceDoors
 
     engines, speech = choose_engines(settings, stack)
     voice = VoiceDoors(
@@ -299,8 +292,18 @@ def build_voice(
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
-    stack.push_async_callback(end_webrtc_calls)
+    stack.push_async_callback(end_calls, voice)
     return voice, speech
+
+
+async def end_calls(voice: VoiceDoors) -> None:
+    """Every live call hears Ava's goodbye and gets `hangup` (reason `shutdown`); what has
+    not ended within _CALLS_END_S is cut. A browser pipeline still running after that is
+    cancelled, since one left to the loop's final cancel-all never finishes."""
+    from voice import end_webrtc_calls
+
+    await voice.end_all_calls(reason="shutdown", timeout_s=_CALLS_END_S)
+    await end_webrtc_calls()
 
 
 async def bootstrap(
