@@ -78,6 +78,7 @@ from chat import (
     on_unexpected,
     on_validation_error,
     problem,
+    problem_responses,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
@@ -561,7 +562,7 @@ def build_app(services: Services) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"], response_model=None)
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problem_responses(503))
     async def readyz() -> Any:
         try:
             async with asyncio.timeout(2):

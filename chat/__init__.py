@@ -25,6 +25,7 @@ from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
+from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
 from chat.turns import TurnResult, Turns
 from chat.wallet import Wallet
@@ -38,6 +39,7 @@ __all__ = [
     "EventHub",
     "EventLog",
     "EventSink",
+    "KeepableStr",
     "LocalTokens",
     "Message",
     "People",
