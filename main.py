@@ -27,24 +27,34 @@ import secrets
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import asyncpg
+import httpx
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from pydantic import SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import (
     Channel,
+    Integration,
+    LinkError,
     Model,
     OfflineModel,
     RunContext,
-    SandboxHome,
+    Specialists,
+    TokenCipher,
     Tool,
     Toolbox,
+    VendorCredentials,
+    build_specialists,
     handoff_tools,
     parse_spoken,
+    rafal_tools,
+    yori_tools,
     zee_tools,
 )
 from agents.ava.wakes import wake_tools
@@ -62,6 +72,7 @@ from chat import (
     Turns,
     Wallet,
     build_callback_router,
+    build_integrations_router,
     build_reminders_router,
     build_router,
     build_wallet_router,
@@ -73,6 +84,7 @@ from chat import (
     on_unexpected,
     on_validation_error,
     problem,
+    problem_responses,
     publish_reminder_delivered,
     run_detached,
 )
@@ -163,19 +175,108 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
-def build_toolbox(*, home: SandboxHome, reminders: Reminders | None = None) -> Toolbox:
+def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, datetime] | None]]:
+    """The person's latest message and when it came: what a confirmation is checked against."""
+
+    async def latest(person_id: str) -> tuple[str, datetime] | None:
+        recent = await threads.page(person_id, before=None, after=None, limit=20)
+        said = [m for m in recent if m.author == "human"]
+        return (said[-1].text, said[-1].created_at) if said else None
+
+    return latest
+
+
+def integration_key(settings: Settings) -> bytes:
+    """The Fernet key sealing refresh tokens: from settings, or generated once and kept on disk."""
+    if settings.integration_token_key is not None:
+        return settings.integration_token_key.get_secret_value().encode()
+    path = settings.avagenc_home / "integration_key"
+    if not path.exists():
+        settings.avagenc_home.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(TokenCipher.new_key())
+        path.chmod(0o600)
+    return path.read_bytes().strip()
+
+
+def vendor_credentials(settings: Settings) -> VendorCredentials:
+    """The vendor apps this server holds credentials for (none by default: sandboxes only)."""
+
+    def pair(client_id: str | None, secret: SecretStr | None) -> tuple[str, str] | None:
+        return (client_id, secret.get_secret_value()) if client_id and secret is not None else None
+
+    return VendorCredentials(
+        google=pair(settings.google_client_id, settings.google_client_secret),
+        spotify=pair(settings.spotify_client_id, settings.spotify_client_secret),
+        tuya=pair(settings.tuya_access_id, settings.tuya_access_secret),
+        tuya_base_url=settings.tuya_base_url,
+        redirect_base_url=settings.oauth_redirect_base_url,
+    )
+
+
+def build_specialists_on(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    threads: Threads,
+    vendor_transport: httpx.AsyncBaseTransport | None,
+) -> Specialists:
+    """The specialists' sandboxes, live adapters (where credentials are set) and linking,
+    over one HTTP client for every vendor, closed with the stack."""
+    http = httpx.AsyncClient(
+        transport=vendor_transport, timeout=settings.integration_timeout_s, limits=httpx.Limits(max_connections=50)
+    )
+    stack.push_async_callback(http.aclose)
+    return build_specialists(
+        pool=pool,
+        http=http,
+        credentials=vendor_credentials(settings),
+        token_key=integration_key(settings),
+        # The OAuth state key is derived from the session secret, apart from it by its label.
+        state_key=hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest(),
+        person_said=person_said(threads),
+    )
+
+
+def _adapter_names(integration: Integration[Any]) -> str:
+    return " + ".join(type(a).__name__ for a in (integration.sandbox, integration.live) if a is not None)
+
+
+def build_toolbox(*, specialists: Specialists, reminders: Reminders | None = None) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
+    home, music, workspace = specialists.home, specialists.music, specialists.workspace
 
     def handoffs(context: RunContext) -> list[Tool]:
         assert context.delegate is not None, "only the lead hands on"
         return handoff_tools(context.delegate)
 
+    def zee(context: RunContext) -> list[Tool]:
+        return zee_tools(
+            home.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
+
+    def rafal(context: RunContext) -> list[Tool]:
+        return rafal_tools(
+            workspace.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            zone=context.zone,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
+
     toolbox.register("ava", handoffs)
     if reminders is not None:
         # Only Ava keeps wake notes: specialists act in the present (SPEC §5, role layer).
         toolbox.register("ava", lambda context: wake_tools(reminders, context))
-    toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
+    toolbox.register("zee", zee)
+    toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
+    toolbox.register("rafal", rafal)
     return toolbox
 
 
@@ -334,6 +435,7 @@ class Services:
     reminders: ReminderParts | None = None
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
+    specialists: Specialists | None = None
     stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     async def end_calls(self) -> None:
@@ -397,7 +499,7 @@ def build_turns(
     runs: Runs,
     wallet: Wallet,
     model: Model,
-    home: SandboxHome,
+    specialists: Specialists,
     reminders: Reminders | None = None,
 ) -> Turns:
     return Turns(
@@ -406,7 +508,7 @@ def build_turns(
         wallet=wallet,
         model=model,
         model_name=settings.model_for if not isinstance(model, OfflineModel) else (lambda _: "offline-1"),
-        toolbox=build_toolbox(home=home, reminders=reminders),
+        toolbox=build_toolbox(specialists=specialists, reminders=reminders),
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
     )
@@ -488,7 +590,12 @@ async def end_calls(voice: VoiceDoors) -> None:
 
 
 async def bootstrap(
-    settings: Settings, stack: contextlib.AsyncExitStack, *, model: Model | None = None, migrate_first: bool = True
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     dsn, embedded = await build_database(settings, stack)
@@ -498,11 +605,17 @@ async def bootstrap(
         await build_migrations(pool)
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
-    home = SandboxHome(pool)
+    specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
     ledger, wallet = build_ledger(settings, pool, runs)
     reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
     turns = build_turns(
-        settings, threads=threads, runs=runs, wallet=wallet, model=chosen, home=home, reminders=reminder_parts.reminders
+        settings,
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=chosen,
+        specialists=specialists,
+        reminders=reminder_parts.reminders,
     )
     # Turns and charges that outlived their requests finish before the hub and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
@@ -517,7 +630,10 @@ async def bootstrap(
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
-        "smart_home": type(home).__name__,
+        # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
+        "smart_home": _adapter_names(specialists.home),
+        "music": _adapter_names(specialists.music),
+        "workspace": _adapter_names(specialists.workspace),
         "identity": "LocalTokens",
         "speech": speech,
         **reminder_parts.adapters,
@@ -539,6 +655,7 @@ async def bootstrap(
         reminders=reminder_parts,
         embedded=embedded,
         adapters=adapters,
+        specialists=specialists,
         stack=stack,
     )
 
@@ -571,11 +688,19 @@ async def records(settings: Settings, *, migrate_first: bool) -> AsyncIterator[R
         )
 
 
-async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+async def start_services(
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+) -> Services:
     """The whole server, on a stack of its own that `Services.close` unwinds."""
     stack = contextlib.AsyncExitStack()
     try:
-        return await bootstrap(settings, stack, model=model, migrate_first=migrate_first)
+        return await bootstrap(
+            settings, stack, model=model, migrate_first=migrate_first, vendor_transport=vendor_transport
+        )
     except BaseException:
         await stack.aclose()
         raise
@@ -611,9 +736,12 @@ def build_app(services: Services) -> FastAPI:
         app.include_router(build_callback_router(parts.reminders, parts.delivery, parts.gate))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
+    if services.specialists is not None:
+        app.include_router(build_integrations_router(api, services.specialists.connections))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     app.add_exception_handler(VoiceError, on_domain_error)
+    app.add_exception_handler(LinkError, on_domain_error)
     app.add_exception_handler(ReminderError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
@@ -624,7 +752,7 @@ def build_app(services: Services) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"], response_model=None)
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problem_responses(503))
     async def readyz() -> Any:
         try:
             async with asyncio.timeout(2):
@@ -637,8 +765,10 @@ def build_app(services: Services) -> FastAPI:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings, *, model: Model | None = None) -> AsyncIterator[tuple[Services, FastAPI]]:
+async def running(
+    settings: Settings, *, model: Model | None = None, vendor_transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests and benchmarks)."""
     async with contextlib.AsyncExitStack() as stack:
-        services = await bootstrap(settings, stack, model=model)
+        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport)
         yield services, build_app(services)

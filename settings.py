@@ -96,6 +96,24 @@ class Settings(BaseSettings):
     cloud_tasks_service_account: str | None = None
     # Firebase Cloud Messaging for push notifications: a service-account JSON file.
     fcm_credentials: Path | None = None
+    # Integrations (SPEC §6.2). Without a vendor's credentials its agent uses the person's
+    # sandbox only; with them, a person who links their account gets the live adapter.
+    # Refresh tokens are sealed with this Fernet key (44 url-safe base64 characters, e.g.
+    # from `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`).
+    # Unset: generated once and kept in AVAGENC_HOME/integration_key.
+    integration_token_key: SecretStr | None = None
+    # Where providers send the browser back: {base}/{integration}/callback (register each verbatim).
+    oauth_redirect_base_url: str = "http://127.0.0.1:8000/link"
+    # Every call to a vendor API (token, Gmail, Spotify, Tuya) is bounded by this.
+    integration_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    google_client_id: str | None = None
+    google_client_secret: SecretStr | None = None
+    spotify_client_id: str | None = None
+    spotify_client_secret: SecretStr | None = None
+    # Tuya Cloud project (Access ID / Access Secret) and its data centre's OpenAPI address.
+    tuya_access_id: str | None = None
+    tuya_access_secret: SecretStr | None = None
+    tuya_base_url: str = "https://openapi.tuyaus.com"
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""

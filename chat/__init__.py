@@ -20,11 +20,13 @@ from chat.edge import (
 from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog, publish_reminder_delivered
 from chat.identity import LocalTokens, TokenVerifier
+from chat.integrations_api import build_integrations_router
 from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.reminders_api import build_callback_router, build_reminders_router
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
+from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
 from chat.turns import TurnResult, Turns
 from chat.wallet import Wallet
@@ -38,6 +40,7 @@ __all__ = [
     "EventHub",
     "EventLog",
     "EventSink",
+    "KeepableStr",
     "LocalTokens",
     "Message",
     "People",
@@ -56,6 +59,7 @@ __all__ = [
     "Unauthorized",
     "Wallet",
     "build_callback_router",
+    "build_integrations_router",
     "build_reminders_router",
     "build_router",
     "build_wallet_router",

@@ -132,7 +132,7 @@ def build_router(api: ChatApi) -> APIRouter:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
 
-    @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401))
+    @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401, 422))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         return person.as_json()
 

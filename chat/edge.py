@@ -100,6 +100,12 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "reminder_not_pending": (409, "The reminder is no longer pending"),
     "reminder_queue_unavailable": (503, "The reminder queue is unavailable"),
     "callback_unauthorized": (401, "Not a scheduler"),
+    # integrations (agents' linking)
+    "integration_unknown": (404, "No such integration"),
+    "link_state_invalid": (400, "The link request expired or is not yours; start linking again"),
+    "linking_unavailable": (409, "This server cannot link that integration"),
+    "link_rejected": (400, "The provider refused the link"),
+    "provider_unavailable": (503, "The provider did not answer; try again"),
 }
 
 

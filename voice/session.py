@@ -3,7 +3,8 @@ person, the call clock, the shared pipeline around the door's transport, and the
 
 A door only makes its transport (and says what its peer leaving means); everything else
 about running a call — the goodbye ending it, the idle and length limits, metering the
-speech for the wallet — lives here once.
+speech for the wallet, being ended from outside with a goodbye (a shutdown, through
+`Call.ender`) — lives here once.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pydantic import BaseModel, ConfigDict, Field
 
-from chat import Person, Unauthorized, parse_zone, problem_responses
+from chat import KeepableStr, Person, Unauthorized, parse_zone, problem_responses
 from voice.calls import Call
 from voice.errors import CallNotFound, OfferInvalid
 from voice.session import CallSession
@@ -66,9 +66,9 @@ class Offer(BaseModel):
     # Pipecat's own clients also send `requestData`; it carries nothing we use.
     model_config = ConfigDict(extra="ignore")
 
-    sdp: str = Field(min_length=1, max_length=SDP_CHARS_MAX)
+    sdp: KeepableStr = Field(min_length=1, max_length=SDP_CHARS_MAX)
     type: Literal["offer"]
-    pc_id: str | None = Field(default=None, max_length=200, description="Set to renegotiate a live call.")
+    pc_id: KeepableStr | None = Field(default=None, max_length=200, description="Set to renegotiate a live call.")
     restart_pc: bool | None = None
 
 
@@ -79,13 +79,13 @@ class Answer(BaseModel):
 
 
 class Candidate(BaseModel):
-    candidate: str = Field(max_length=1000, description="An SDP candidate line; empty marks end-of-candidates.")
-    sdp_mid: str = Field(max_length=32)
+    candidate: KeepableStr = Field(max_length=1000, description="An SDP candidate line; empty marks end-of-candidates.")
+    sdp_mid: KeepableStr = Field(max_length=32)
     sdp_mline_index: int = Field(ge=0, le=16)
 
 
 class Candidates(BaseModel):
-    pc_id: str = Field(max_length=200)
+    pc_id: KeepableStr = Field(max_length=200)
     candidates: list[Candidate] = Field(max_length=CANDIDATES_MAX)
 
 

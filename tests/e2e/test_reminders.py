@@ -244,7 +244,8 @@ async def test_a_note_that_fires_on_an_empty_wallet_is_written_and_the_person_to
 def test_only_ava_has_wake_tools(app: App) -> None:
     parts = app.services.reminders
     assert parts is not None
-    toolbox = build_toolbox(home=SandboxHome(app.services.pool), reminders=parts.reminders)
+    assert app.services.specialists is not None
+    toolbox = build_toolbox(specialists=app.services.specialists, reminders=parts.reminders)
     assert {"schedule_wake", "list_wakes", "cancel_wake"} <= {t.name for t in toolbox.specs_for("ava")}
     for name in ("zee", "yori", "rafal"):
         assert not {t.name for t in toolbox.specs_for(name)} & {"schedule_wake", "list_wakes", "cancel_wake"}
