@@ -20,7 +20,6 @@ import contextlib
 import logging
 import secrets
 import sys
-import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,13 +96,13 @@ def choose_engines(settings: Settings) -> tuple[Engines, str]:
                 credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
             ),
         ), "Google Cloud STT + TTS"
-    from voice.engines.espeak import EspeakTTSService
-    from voice.engines.whisper import WhisperSTTService, preload_whisper
+    from voice.engines.offline import offline_engines
 
-    if settings.voice_preload:
-        threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True).start()
-    return Engines(stt=WhisperSTTService, tts=lambda: EspeakTTSService(text_transforms=transforms)), (
-        "Whisper tiny.en + espeak-ng"
+    return offline_engines(
+        tts=settings.voice_tts,
+        transforms=transforms,
+        preload=settings.voice_preload,
+        models_dir=settings.avagenc_home / "models",
     )
 
 

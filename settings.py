@@ -7,6 +7,7 @@ read the environment themselves, so a test can build the whole app from one obje
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -71,6 +72,9 @@ class Settings(BaseSettings):
     voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
+    # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
+    # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
+    voice_tts: Literal["neural", "espeak"] = "neural"
 
     # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
     google_speech_credentials: Path | None = None

@@ -24,6 +24,7 @@ from agents.model import (
     Usage,
 )
 from agents.offline import OfflineModel
+from agents.offline.words import detect_language
 from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
 from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
 from agents.scripted import ScriptedModel
@@ -77,6 +78,7 @@ __all__ = [
     "Trigger",
     "Usage",
     "compose",
+    "detect_language",
     "handoff_tools",
     "parse_spoken",
     "run_agent",

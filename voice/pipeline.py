@@ -1,20 +1,28 @@
 """The one voice pipeline every door uses (SPEC §9.1):
 
-    transport in -> STT -> captions -> user turn (Silero VAD + turn stop) -> Ava -> TTS -> transport out
+    transport in -> STT -> captions -> user turn (Silero VAD + turn stop) -> Ava -> TTS
+        -> captions in step -> transport out
 
 Doors differ only in their transport (a partner speaker's WebSocket, WebRTC, a phone
 stream); engines differ only in which STT/TTS the composition root hands in. The user
 aggregator detects the end of the person's turn and broadcasts barge-ins; Ava's
 processor runs the turn; the TTS speaks each sentence with its emotion's prosody.
+
+Two things are wired here beyond Pipecat's defaults. The VAD tells a speculating STT the
+moment the person falls quiet and when they go on (`PauseAwareVAD`), so recognition
+overlaps the VAD's stop wait. And the assistant's captions are sent as each sentence's
+audio starts (`AssistantCaptions` after the TTS), not when the TTS lets them through.
+The recogniser and the voice follow the person's language (`build_call(language=...)`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from pipecat.audio.vad.silero import SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADParams
+from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -30,15 +38,55 @@ from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import Speec
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voice.agent import AvaVoiceAgent
-from voice.captions import UserCaptions
+from voice.captions import AssistantCaptions, UserCaptions
 
 
 @dataclass(frozen=True, slots=True)
 class Engines:
-    """How to make this process's speech engines; one fresh pair per call."""
+    """How to make this process's speech engines; one fresh pair per call.
+
+    `stt`/`tts` serve every language without an entry of its own in the `*_by_language`
+    maps (keyed by ISO 639-1 code, e.g. "id")."""
 
     stt: Callable[[], STTService]
     tts: Callable[[], TTSService]
+    stt_by_language: Mapping[str, Callable[[], STTService]] = field(default_factory=dict)
+    tts_by_language: Mapping[str, Callable[[], TTSService]] = field(default_factory=dict)
+
+    def for_language(self, language: str) -> tuple[STTService, TTSService]:
+        """A fresh recogniser and voice for a call with someone who speaks `language`."""
+        stt = self.stt_by_language.get(language, self.stt)
+        tts = self.tts_by_language.get(language, self.tts)
+        return stt(), tts()
+
+
+@runtime_checkable
+class PauseListener(Protocol):
+    """An STT that can start work when the person pauses (see `WhisperSTTService`)."""
+
+    def speech_paused(self) -> None: ...
+
+    def speech_resumed(self) -> None: ...
+
+
+class PauseAwareVAD(SileroVADAnalyzer):
+    """Silero VAD that also reports the start of a pause and its end, not only the stop
+    that follows `stop_secs` of quiet."""
+
+    def __init__(self, *, listener: PauseListener | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.listener = listener
+        self._last_state = VADState.QUIET
+
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        state = await super().analyze_audio(buffer)
+        before, self._last_state = self._last_state, state
+        if self.listener is not None and state != before:
+            if before == VADState.SPEAKING and state in (VADState.STOPPING, VADState.QUIET):
+                self.listener.speech_paused()
+            elif before == VADState.STOPPING and state == VADState.SPEAKING:
+                self.listener.speech_resumed()
+        return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +114,15 @@ def build_call(
     sample_rate_out: int,
     timing: TurnTiming = TurnTiming(),
     before_output: list[FrameProcessor] | None = None,
+    language: str = "en",
 ) -> CallPipeline:
     """Assemble one call's pipeline and the worker that runs it."""
+    stt, tts = engines.for_language(language)
+    listener = stt if isinstance(stt, PauseListener) else None
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
-            vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=timing.vad_stop_s)),
+            vad_analyzer=PauseAwareVAD(listener=listener, params=VADParams(stop_secs=timing.vad_stop_s)),
             user_turn_strategies=UserTurnStrategies(
                 stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timing.speech_timeout_s)]
             ),
@@ -81,11 +132,12 @@ def build_call(
     pipeline = Pipeline(
         [
             transport.input(),
-            engines.stt(),
+            stt,
             UserCaptions(),
             user_turns.user(),
             agent,
-            engines.tts(),
+            tts,
+            AssistantCaptions(),
             *extra,
             transport.output(),
         ]

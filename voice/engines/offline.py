@@ -1,0 +1,71 @@
+"""The offline speech engines, chosen and wired in one place for the composition root.
+
+Recognition: Whisper tiny.en for English-speaking people, the multilingual Whisper base
+forced to Indonesian for Indonesian-speaking ones (the person's language decides, per
+call). Speech: the neural voice (hibari-tts, English; Indonesian sentences go to
+espeak-ng's Indonesian voice) or, by setting, espeak-ng for everything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pipecat.services.tts_service import TTSService
+from pipecat.transcriptions.language import Language
+from pipecat.utils.text.transforms.text_transform import TextTransform
+
+from voice.pipeline import Engines
+
+OfflineVoice = Literal["neural", "espeak"]
+
+
+def offline_engines(
+    *,
+    tts: OfflineVoice,
+    transforms: Sequence[tuple[str, TextTransform]],
+    preload: bool,
+    models_dir: Path | None = None,
+) -> tuple[Engines, str]:
+    """The offline engines and a line describing them for the startup log."""
+    from voice.engines.espeak import EspeakTTSService
+    from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir
+
+    if models_dir is not None:
+        set_models_dir(models_dir)
+    chain = list(transforms)
+    loaders: list[Callable[[], None]] = [preload_whisper]
+    if tts == "neural":
+        from voice.engines.hibari import HibariTTSService, preload_hibari
+
+        def speak() -> TTSService:
+            return HibariTTSService(text_transforms=chain)
+
+        speak_indonesian = speak  # it hands Indonesian sentences to espeak-ng itself
+        loaders.append(preload_hibari)
+        voice = "hibari-tts (espeak-ng for Indonesian)"
+    else:
+
+        def speak() -> TTSService:
+            return EspeakTTSService(text_transforms=chain)
+
+        def speak_indonesian() -> TTSService:
+            return EspeakTTSService(language=Language.ID, text_transforms=chain)
+
+        voice = "espeak-ng"
+    if preload:
+
+        def load_all() -> None:
+            for load in loaders:
+                load()
+
+        threading.Thread(target=load_all, name="speech-preload", daemon=True).start()
+    engines = Engines(
+        stt=WhisperSTTService,
+        tts=speak,
+        stt_by_language={"id": lambda: WhisperSTTService(recogniser=BASE_ID)},
+        tts_by_language={"id": speak_indonesian},
+    )
+    return engines, f"Whisper tiny.en (base for Indonesian) + {voice}"
