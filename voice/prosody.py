@@ -153,7 +153,7 @@ def read_segment(text: str) -> SpokenSegment:
     any other markup is read for its words alone, never obeyed further.
     """
     if not text.lstrip().startswith("<speak"):
-        return SpokenSegment(text=" ".join(without_tags(text).split()))
+        return SpokenSegment(text=" ".join(_MARKUP.sub(" ", without_tags(text)).split()))
     try:
         # Our own escaped document; one carrying a DTD (the only way to entity bombs) is refused.
         if "<!" in text:

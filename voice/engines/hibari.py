@@ -11,12 +11,14 @@ through Whisper, three times faster, and Piper's runtime is GPL-3.0.
 The engine takes no SSML, so it reads back the numbers of the SSML that `voice.prosody`
 writes (`read_segment`) and applies them itself:
 
-- rate: the model's own speed input;
+- rate: the model's own speed input (raised to a power: it under-reacts);
 - pitch: the network predicts a fundamental-frequency curve that drives its harmonic
   source; scaling that curve before the waveform is made moves the pitch and keeps the
   formants (no chipmunk effect, no change of length);
-- volume: a gain with a soft limit, so loud never clips;
-- pause: silence after the sentence.
+- volume: every sentence is first brought to one loudness (the voice's drifts with pitch
+  and speed), then the emotion's gain, with a soft limit so loud never clips;
+- pause: the model's own silence around the sentence is trimmed, then the emotion's
+  pause follows it.
 
 Indonesian sentences (the reply's words tell, `agents.detect_language`) are spoken by
 espeak-ng's Indonesian voice: the neural voice speaks English only. One model per
@@ -53,6 +55,18 @@ CPU_THREADS = 1  # the model runs far faster than real time on one core; leave t
 SEED = 0  # the noise component is fixed, so a sentence always sounds the same
 # Above this the gain stops being linear and bends smoothly towards full scale.
 SOFT_LIMIT = 0.8
+# Every sentence is brought to this loudness before its emotion's gain: the voice's own
+# loudness drifts with pitch and speed (a low, slow sentence came out 40 % louder), which
+# would blur "soft" and "loud".
+SPEECH_RMS = 0.05
+# The model's speed input moves the length by less than asked (1.25 gave 1.14): raised to
+# this power the rate is heard closer to what SSML means (more overshoots at the extremes).
+RATE_EXPONENT = 1.3
+# The voice pads each sentence with ~0.1 s of silence before and ~0.45 s after: trimmed to
+# these, so the first audio comes sooner and the pause is the emotion's, not the model's.
+LEAD_S = 0.02
+TAIL_S = 0.05
+SILENCE_LEVEL = 0.003
 INDONESIAN_ESPEAK_VOICE = "id"
 
 _model: Hibari | None = None
@@ -99,14 +113,30 @@ def speak_segment(segment: SpokenSegment) -> np.ndarray:
         rng = np.random.default_rng(SEED)
         for phonemes in model.phonemize(segment.text):
             ids = np.asarray([model.ids(phonemes)], np.int64)
-            speed = np.asarray([segment.rate], np.float32)
+            speed = np.asarray([segment.rate**RATE_EXPONENT], np.float32)
             lh, th, ln, lr, phi, f0 = (o[0] for o in model.sess.run(None, {"ids": ids, "speed": speed}))
             # The source follows f0 while the spectral envelope stays: pitch moves, formants do not.
             parts.append(dsp.synth(lh, th, ln, lr, phi, f0 * np.float32(segment.pitch), rng))
-    speech = np.concatenate(parts) if parts else np.zeros(0, np.float32)
-    speech = _soft_limit(speech * np.float32(segment.gain))
+    speech = _trimmed(np.concatenate(parts) if parts else np.zeros(0, np.float32))
+    speech = _soft_limit(speech * np.float32(_gain_to(speech, SPEECH_RMS * segment.gain)))
     pause = np.zeros(int(HIBARI_RATE * segment.pause_ms / 1000), np.float32)
     return np.concatenate([speech, pause]).astype(np.float32)
+
+
+def _trimmed(speech: np.ndarray) -> np.ndarray:
+    """The speech with the model's own silence cut to LEAD_S before and TAIL_S after."""
+    audible = np.nonzero(np.abs(speech) > SILENCE_LEVEL)[0]
+    if not len(audible):
+        return speech[:0]
+    start = max(0, int(audible[0]) - int(LEAD_S * HIBARI_RATE))
+    end = min(len(speech), int(audible[-1]) + 1 + int(TAIL_S * HIBARI_RATE))
+    return speech[start:end]
+
+
+def _gain_to(speech: np.ndarray, rms: float) -> float:
+    """The factor that brings the speech's loudness to `rms`."""
+    current = float(np.sqrt(np.mean(np.square(speech, dtype=np.float64)))) if len(speech) else 0.0
+    return rms / current if current > 1e-6 else 1.0
 
 
 def pcm16(samples: np.ndarray) -> bytes:
