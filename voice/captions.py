@@ -7,10 +7,10 @@ speaker or call page can show what was heard.
 audio starts. The TTS announces a sentence (an `AggregatedTextFrame`) just before that
 sentence's audio, in the same ordered stream, so a caption sent then reaches the client
 with its audio. Ava's processor also sends a caption per sentence ahead of the speech,
-but the TTS holds frames it does not speak until its audio is done, so those arrive
-after the whole reply has been heard; once a sentence has been captioned here, its late
-twin is dropped. A caption whose sentence was never spoken (nothing to say aloud) still
-goes through when it arrives.
+but the TTS lets only the first through at once and holds the others until its audio is
+done, so they would arrive after the whole reply had been heard. Here each of those is
+held (or dropped, when it comes after its sentence) and sent when its sentence is
+announced; a caption whose sentence was never spoken still goes, at the reply's end.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections import Counter
 from pipecat.frames.frames import (
     AggregatedTextFrame,
     Frame,
+    LLMFullResponseEndFrame,
     OutputTransportMessageFrame,
     OutputTransportMessageUrgentFrame,
     TranscriptionFrame,
@@ -54,26 +55,48 @@ class AssistantCaptions(FrameProcessor):
 
     def __init__(self) -> None:
         super().__init__()
-        # Sentences captioned here whose late caption from Ava's processor is still due.
-        self._sent: Counter[str] = Counter()
+        # Ava's captions that came before their sentence was spoken, by text, in order.
+        self._early: dict[str, list[OutputTransportMessageFrame]] = {}
+        # Sentences captioned here whose caption from Ava's processor is still due.
+        self._late: Counter[str] = Counter()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if direction == FrameDirection.DOWNSTREAM:
             if isinstance(frame, AggregatedTextFrame) and not isinstance(frame, TTSTextFrame) and frame.text.strip():
                 await self._caption(frame)
-            elif (text := _assistant_caption_text(frame)) is not None and self._sent[text.strip()] > 0:
-                self._sent[text.strip()] -= 1
-                return  # already shown with its audio
+            elif (text := _assistant_caption_text(frame)) is not None:
+                self._hold_or_drop(text.strip(), frame)
+                return
+            elif isinstance(frame, LLMFullResponseEndFrame):
+                await self._flush()  # a caption whose sentence was never spoken still goes, late
         await self.push_frame(frame, direction)
+
+    def _hold_or_drop(self, text: str, frame: Frame) -> None:
+        if self._late[text] > 0:
+            self._late[text] -= 1  # its sentence was already captioned with its audio
+        else:
+            assert isinstance(frame, OutputTransportMessageFrame)
+            self._early.setdefault(text, []).append(frame)
 
     async def _caption(self, frame: AggregatedTextFrame) -> None:
         text = frame.text.strip()
-        message: dict[str, str] = {"type": "transcript", "role": "assistant", "text": text}
-        emotion = emotion_of(str(frame.text_type))
-        if emotion:
-            message["emotion"] = emotion
-        caption = OutputTransportMessageFrame(message=message)
+        held = self._early.get(text)
+        if held:
+            caption = held.pop(0)
+        else:
+            message: dict[str, str] = {"type": "transcript", "role": "assistant", "text": text}
+            emotion = emotion_of(str(frame.text_type))
+            if emotion:
+                message["emotion"] = emotion
+            caption = OutputTransportMessageFrame(message=message)
+            self._late[text] += 1
         caption.interruptible = frame.interruptible  # a goodbye's caption survives with its audio
-        self._sent[text] += 1
         await self.push_frame(caption)
+
+    async def _flush(self) -> None:
+        early, self._early = self._early, {}
+        self._late.clear()
+        for frames in early.values():
+            for caption in frames:
+                await self.push_frame(caption)

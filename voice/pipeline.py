@@ -70,22 +70,37 @@ class PauseListener(Protocol):
 
 
 class PauseAwareVAD(SileroVADAnalyzer):
-    """Silero VAD that also reports the start of a pause and its end, not only the stop
-    that follows `stop_secs` of quiet."""
+    """Silero VAD that also reports a pause once it has lasted `pause_s` (well before the
+    stop that follows `stop_secs` of quiet), and the speech that resumes after it.
 
-    def __init__(self, *, listener: PauseListener | None = None, **kwargs: Any) -> None:
+    The VAD dips out of "speaking" for a frame or two between words all the time; waiting
+    for a little quiet keeps those dips from starting a transcription that is thrown away.
+    """
+
+    def __init__(self, *, listener: PauseListener | None = None, pause_s: float = 0.06, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.listener = listener
+        self._pause_s = pause_s
         self._last_state = VADState.QUIET
+        self._quiet_bytes = 0
+        self._paused = False
 
     async def analyze_audio(self, buffer: bytes) -> VADState:
         state = await super().analyze_audio(buffer)
         before, self._last_state = self._last_state, state
-        if self.listener is not None and state != before:
-            if before == VADState.SPEAKING and state in (VADState.STOPPING, VADState.QUIET):
+        if self.listener is None:
+            return state
+        if state == VADState.STOPPING:
+            self._quiet_bytes = self._quiet_bytes + len(buffer) if before == VADState.STOPPING else len(buffer)
+            quiet_s = self._quiet_bytes / (2 * self.num_channels * self.sample_rate)
+            if not self._paused and quiet_s >= self._pause_s:
+                self._paused = True
                 self.listener.speech_paused()
-            elif before == VADState.STOPPING and state == VADState.SPEAKING:
-                self.listener.speech_resumed()
+        elif state == VADState.SPEAKING and self._paused:
+            self._paused = False
+            self.listener.speech_resumed()
+        elif state == VADState.QUIET:
+            self._paused = False  # the stop that follows a pause; the STT takes it from here
         return state
 
 
@@ -96,6 +111,8 @@ class TurnTiming:
 
     vad_stop_s: float = 0.2
     speech_timeout_s: float = 0.3
+    # Quiet after which recognition starts speculatively (below vad_stop_s to gain anything).
+    pause_s: float = 0.06
 
 
 @dataclass
@@ -122,10 +139,16 @@ def build_call(
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
-            vad_analyzer=PauseAwareVAD(listener=listener, params=VADParams(stop_secs=timing.vad_stop_s)),
+            vad_analyzer=PauseAwareVAD(
+                listener=listener, pause_s=timing.pause_s, params=VADParams(stop_secs=timing.vad_stop_s)
+            ),
             user_turn_strategies=UserTurnStrategies(
                 stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timing.speech_timeout_s)]
             ),
+            # A turn that ends with no words runs nothing. Pipecat's default "recovery" adds a
+            # developer note and resends the context, whose newest user message is the
+            # previous one: Ava answered that request twice when Whisper was slow.
+            empty_user_turn=None,
         ),
     )
     extra = before_output or []

@@ -158,9 +158,9 @@ class WhisperSTTService(SegmentedSTTService):
 
     def __init__(self, *, recogniser: Recogniser = TINY_EN, **kwargs: Any) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
+        self.recogniser = recogniser  # before the base asks for the service language
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
-        self.recogniser = recogniser
         self._speculation: _Speculation | None = None
         # How speculation went in this call (the benchmark and tests read it).
         self.speculations = {"started": 0, "used": 0, "discarded": 0}
