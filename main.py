@@ -103,6 +103,7 @@ def choose_engines(settings: Settings) -> tuple[Engines, str]:
         transforms=transforms,
         preload=settings.voice_preload,
         models_dir=settings.avagenc_home / "models",
+        stt_workers=settings.voice_stt_workers,
     )
 
 

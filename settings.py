@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
     # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
     voice_tts: Literal["neural", "espeak"] = "neural"
+    # Utterances Whisper transcribes at once (simultaneous calls queue beyond this); the
+    # cores are shared between the workers, so more than the core count only adds memory.
+    voice_stt_workers: int = Field(default=1, ge=1, le=16)
 
     # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
     google_speech_credentials: Path | None = None

@@ -28,13 +28,15 @@ def offline_engines(
     transforms: Sequence[tuple[str, TextTransform]],
     preload: bool,
     models_dir: Path | None = None,
+    stt_workers: int = 1,
 ) -> tuple[Engines, str]:
     """The offline engines and a line describing them for the startup log."""
     from voice.engines.espeak import EspeakTTSService
-    from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir
+    from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir, set_workers
 
     if models_dir is not None:
         set_models_dir(models_dir)
+    set_workers(stt_workers)
     chain = list(transforms)
     loaders: list[Callable[[], None]] = [preload_whisper]
     if tts == "neural":

@@ -80,12 +80,22 @@ RECOGNISERS: dict[str, Recogniser] = {"en": TINY_EN, "id": BASE_ID}
 _models: dict[str, WhisperModel] = {}
 _model_lock = threading.Lock()
 _models_dir = DEFAULT_MODELS_DIR
+# Transcriptions one model runs at once (CTranslate2 workers, each with its share of the
+# cores): with one, simultaneous calls queue behind each other's utterances.
+_workers = 1
 
 
 def set_models_dir(folder: Path) -> None:
     """Where the joined Whisper base is kept (the composition root passes AVAGENC_HOME/models)."""
     global _models_dir
     _models_dir = folder
+
+
+def set_workers(workers: int) -> None:
+    """How many transcriptions each model runs in parallel; takes effect for models not yet loaded."""
+    global _workers
+    assert 1 <= workers <= 64, "a sane number of recogniser workers"
+    _workers = workers
 
 
 def _model_path(name: str) -> str:
@@ -109,7 +119,12 @@ def whisper_model(name: str = MODEL_NAME) -> WhisperModel:
             from faster_whisper import WhisperModel
 
             model = WhisperModel(
-                _model_path(name), device="cpu", compute_type="int8", cpu_threads=CPU_THREADS, local_files_only=True
+                _model_path(name),
+                device="cpu",
+                compute_type="int8",
+                cpu_threads=max(1, CPU_THREADS // _workers),  # the cores shared, never oversubscribed
+                num_workers=_workers,
+                local_files_only=True,
             )
             _models[name] = model
         return model
