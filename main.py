@@ -58,6 +58,7 @@ from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, fo
 from settings import Settings
 from voice import (
     CallLimits,
+    CallSlots,
     Engines,
     TurnTiming,
     VoiceDoors,
@@ -259,6 +260,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
+    voice.registry.slots = CallSlots.for_url(dsn)  # one call per person across every instance
     return Services(
         settings=settings,
         dsn=dsn,

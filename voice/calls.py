@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from pipecat.frames.frames import (
@@ -66,12 +66,20 @@ class Call:
     end_reason: str | None = None
 
 
+class CallSlot(Protocol):
+    """Holds a person's one call slot beyond this process (see `voice.call_slots`)."""
+
+    def hold(self, person_id: str) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+
 class CallRegistry:
-    """Live calls of this process, by person."""
+    """Live calls of this process, by person (and, with `slots`, across processes)."""
 
     def __init__(self, limits: CallLimits) -> None:
         self.limits = limits
         self._calls: dict[str, Call] = {}
+        # Set by the composition root to make "one call per person" hold across instances.
+        self.slots: CallSlot | None = None
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -88,6 +96,16 @@ class CallRegistry:
             yield call
         finally:
             self._calls.pop(person.id, None)
+
+    @contextlib.asynccontextmanager
+    async def claim_everywhere(self, person: Person, channel: str) -> AsyncIterator[Call]:
+        """`claim`, and also the person's slot across server processes when `slots` is set."""
+        with self.claim(person, channel) as call:
+            if self.slots is None:
+                yield call
+                return
+            async with self.slots.hold(person.id):
+                yield call
 
 
 def voice_turn(turns: Turns, person: Person, *, zone: ZoneInfo, channel: str) -> VoiceTurn:

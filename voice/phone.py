@@ -209,7 +209,7 @@ def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCrede
         stream, person = admitted
         zone = _zone(stream, person)
         try:
-            with doors.registry.claim(person, "phone") as call:
+            async with doors.registry.claim_everywhere(person, "phone") as call:
                 log.info("phone call started", extra={"call": call.id, "person": person.id, "sid": stream.call_sid})
                 await _run_phone_call(doors, websocket, call, stream, zone, twilio)
         except CallRefused as exc:
