@@ -177,6 +177,7 @@ class WhisperSTTService(SegmentedSTTService):
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
         self._speculation: _Speculation | None = None
+        self._last_guess: asyncio.Task[str] | None = None
         # How speculation went in this call (the benchmark and tests read it).
         self.speculations = {"started": 0, "used": 0, "discarded": 0}
 
@@ -206,9 +207,14 @@ class WhisperSTTService(SegmentedSTTService):
         if not self._user_speaking or not self._audio_buffer:
             return
         self._discard("superseded")
+        if self._last_guess is not None and not self._last_guess.done():
+            # A thread cannot be stopped: one unfinished guess per call at most, so a
+            # halting speaker never queues Whisper behind guesses (the stop still transcribes).
+            return
         speech = bytes(self._audio_buffer)
         task = self.create_task(self._transcribe(speech + self._trailing_silence()), name="whisper-speculation")
         self._speculation = _Speculation(speech=speech, task=task)
+        self._last_guess = task
         self.speculations["started"] += 1
 
     def speech_resumed(self) -> None:
