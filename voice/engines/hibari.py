@@ -62,6 +62,7 @@ SPEECH_RMS = 0.05
 # The model's speed input moves the length by less than asked (1.25 gave 1.14): raised to
 # this power the rate is heard closer to what SSML means (more overshoots at the extremes).
 RATE_EXPONENT = 1.3
+SPEED_MIN, SPEED_MAX = 0.5, 2.0  # the speeds the model was trained for
 # The voice pads each sentence with ~0.1 s of silence before and ~0.45 s after: trimmed to
 # these, so the first audio comes sooner and the pause is the emotion's, not the model's.
 LEAD_S = 0.02
@@ -113,7 +114,7 @@ def speak_segment(segment: SpokenSegment) -> np.ndarray:
         rng = np.random.default_rng(SEED)
         for phonemes in model.phonemize(segment.text):
             ids = np.asarray([model.ids(phonemes)], np.int64)
-            speed = np.asarray([segment.rate**RATE_EXPONENT], np.float32)
+            speed = np.asarray([min(max(segment.rate**RATE_EXPONENT, SPEED_MIN), SPEED_MAX)], np.float32)
             lh, th, ln, lr, phi, f0 = (o[0] for o in model.sess.run(None, {"ids": ids, "speed": speed}))
             # The source follows f0 while the spectral envelope stays: pitch moves, formants do not.
             parts.append(dsp.synth(lh, th, ln, lr, phi, f0 * np.float32(segment.pitch), rng))
