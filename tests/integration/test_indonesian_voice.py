@@ -67,7 +67,11 @@ def _kinds(pair: tuple[STTService, TTSService]) -> tuple[object, object]:
 
 
 @pytest.mark.parametrize("voice", ["neural", "espeak"])
-def test_the_call_engines_follow_the_persons_language(voice: str, tmp_path: Path) -> None:
+def test_the_call_engines_follow_the_persons_language(
+    voice: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[object] = []
+    monkeypatch.setattr("voice.engines.whisper.preload_whisper", loads.append)  # no model load here
     engines, described = offline_engines(
         tts=voice,  # type: ignore[arg-type]
         transforms=[("*", emotion_to_ssml)],
@@ -82,3 +86,7 @@ def test_the_call_engines_follow_the_persons_language(voice: str, tmp_path: Path
         _, tts = engines.for_language("id")
         assert isinstance(tts, EspeakTTSService) and tts.espeak_voice == "id"
     assert ("hibari-tts" in described) == (voice == "neural")
+    deadline = time.monotonic() + 5  # the load runs in a thread of its own
+    while BASE_ID not in loads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert BASE_ID in loads, "an Indonesian call starts loading its model at once"

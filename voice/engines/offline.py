@@ -64,10 +64,15 @@ def offline_engines(
                 load()
 
         threading.Thread(target=load_all, name="speech-preload", daemon=True).start()
+    def hear_indonesian() -> WhisperSTTService:
+        # The base model is joined and loaded (~3 s the first time) while the person speaks.
+        threading.Thread(target=preload_whisper, args=(BASE_ID,), name="whisper-base-load", daemon=True).start()
+        return WhisperSTTService(recogniser=BASE_ID)
+
     engines = Engines(
         stt=WhisperSTTService,
         tts=speak,
-        stt_by_language={"id": lambda: WhisperSTTService(recogniser=BASE_ID)},
+        stt_by_language={"id": hear_indonesian},
         tts_by_language={"id": speak_indonesian},
     )
     return engines, f"Whisper tiny.en (base for Indonesian) + {voice}"
