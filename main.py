@@ -258,7 +258,12 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             idle_s=settings.call_idle_s,
             per_process_max=settings.calls_per_process_max,
         ),
-        timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
+        timing=TurnTiming(
+            vad_stop_s=settings.voice_vad_stop_s,
+            speech_timeout_s=settings.voice_speech_timeout_s,
+            vad_start_s=settings.voice_vad_start_s,
+            pause_s=settings.voice_pause_s,
+        ),
     )
     voice.registry.slots = CallSlots.for_url(dsn)  # one call per person across every instance
     return Services(

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     calls_per_process_max: int = Field(default=16, ge=1, le=1000)
     voice_vad_stop_s: float = Field(default=0.2, gt=0, le=2)
     voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
+    # Unbroken speech before the VAD believes someone talks (short words need it short).
+    voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
+    # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.
+    voice_pause_s: float = Field(default=0.06, ge=0, le=2)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
     # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to

@@ -115,7 +115,7 @@ class TurnTiming:
     # unbroken, and a short word's stop consonant breaks it: "thank you", "no", "hi" went
     # unheard at some frame alignments (28 of 144 tries); 0.1 s missed none.
     vad_start_s: float = 0.1
-    # Quiet after which recognition starts speculatively (below vad_stop_s to gain anything).
+    # Quiet after which recognition starts speculatively; 0 (or >= vad_stop_s) turns it off.
     pause_s: float = 0.06
 
 
@@ -129,7 +129,8 @@ class CallPipeline:
 def call_vad(timing: TurnTiming, stt: STTService | None = None) -> PauseAwareVAD:
     """The VAD a call listens with; it tells `stt` of pauses when it can speculate."""
     params = VADParams(start_secs=timing.vad_start_s, stop_secs=timing.vad_stop_s)
-    listener = stt if isinstance(stt, PauseListener) else None
+    speculating = 0 < timing.pause_s < timing.vad_stop_s  # a pause the stop does not already cover
+    listener = stt if speculating and isinstance(stt, PauseListener) else None
     return PauseAwareVAD(listener=listener, pause_s=timing.pause_s, params=params)
 
 

@@ -64,6 +64,7 @@ def offline_engines(
                 load()
 
         threading.Thread(target=load_all, name="speech-preload", daemon=True).start()
+
     def hear_indonesian() -> WhisperSTTService:
         # The base model is joined and loaded (~3 s the first time) while the person speaks.
         threading.Thread(target=preload_whisper, args=(BASE_ID,), name="whisper-base-load", daemon=True).start()
