@@ -7,8 +7,10 @@ main.py imports the names listed here; engines are imported by main.py from
 
 from voice.call_slots import CallSlots
 from voice.calls import CallLimits, CallRegistry
-from voice.doors import VoiceDoors, build_voice_router
+from voice.doors import build_voice_router
+from voice.errors import VoiceError
 from voice.pipeline import Engines, TurnTiming
+from voice.shared import VoiceDoors
 from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "Engines",
     "TurnTiming",
     "VoiceDoors",
+    "VoiceError",
     "build_voice_router",
     "build_webrtc_router",
     "end_webrtc_calls",

@@ -5,7 +5,7 @@ second call could land on another instance. A `CallSlots.hold(person_id)` takes 
 session-level advisory lock keyed on the person (`hashtextextended('call:' || id)`, a key
 space of its own beside the thread locks' `'thread:'`) on a connection of its own that
 lives as long as the call. Another process trying the same person gets no lock and the
-call is refused with the same `call_in_progress` (4409) the registry uses. If a process
+call is refused with the same `CallInProgress` the registry raises (4409 at a WebSocket door). If a process
 dies mid-call its connection closes and PostgreSQL releases the lock: a crash never
 leaves a person unable to call.
 
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
 
-from voice.calls import CallRefused
+from voice.errors import CallInProgress
 
 _TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('call:' || $1, 0))"
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('call:' || $1, 0))"
@@ -44,11 +44,11 @@ class CallSlots:
 
     @contextlib.asynccontextmanager
     async def hold(self, person_id: str) -> AsyncIterator[None]:
-        """Hold the slot while the block runs; `CallRefused` if another process holds it."""
+        """Hold the slot while the block runs; `CallInProgress` if another process holds it."""
         conn = await self._connect()
         try:
             if not await conn.fetchval(_TRY_LOCK_SQL, person_id):
-                raise CallRefused("call_in_progress", "You are already on a call.", 4409)
+                raise CallInProgress("You are already on a call.")
             try:
                 yield
             finally:

@@ -75,7 +75,6 @@ def test_the_call_engines_follow_the_persons_language(
     engines, described = offline_engines(
         tts=voice,  # type: ignore[arg-type]
         transforms=[("*", emotion_to_ssml)],
-        preload=False,
         models_dir=tmp_path,
     )
     speaker = HibariTTSService if voice == "neural" else EspeakTTSService

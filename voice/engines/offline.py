@@ -9,7 +9,7 @@ espeak-ng's Indonesian voice) or, by setting, espeak-ng for everything.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -22,11 +22,21 @@ from voice.pipeline import Engines
 OfflineVoice = Literal["neural", "espeak"]
 
 
+def preload_offline(tts: OfflineVoice) -> None:
+    """Blocking: load Whisper tiny.en (and the neural voice when chosen). Run in a thread."""
+    from voice.engines.whisper import preload_whisper
+
+    preload_whisper()
+    if tts == "neural":
+        from voice.engines.hibari import preload_hibari
+
+        preload_hibari()
+
+
 def offline_engines(
     *,
     tts: OfflineVoice,
     transforms: Sequence[tuple[str, TextTransform]],
-    preload: bool,
     models_dir: Path | None = None,
     stt_workers: int = 1,
 ) -> tuple[Engines, str]:
@@ -38,15 +48,13 @@ def offline_engines(
         set_models_dir(models_dir)
     set_workers(stt_workers)
     chain = list(transforms)
-    loaders: list[Callable[[], None]] = [preload_whisper]
     if tts == "neural":
-        from voice.engines.hibari import HibariTTSService, preload_hibari
+        from voice.engines.hibari import HibariTTSService
 
         def speak() -> TTSService:
             return HibariTTSService(text_transforms=chain)
 
         speak_indonesian = speak  # it hands Indonesian sentences to espeak-ng itself
-        loaders.append(preload_hibari)
         voice = "hibari-tts (espeak-ng for Indonesian)"
     else:
 
@@ -57,13 +65,6 @@ def offline_engines(
             return EspeakTTSService(language=Language.ID, text_transforms=chain)
 
         voice = "espeak-ng"
-    if preload:
-
-        def load_all() -> None:
-            for load in loaders:
-                load()
-
-        threading.Thread(target=load_all, name="speech-preload", daemon=True).start()
 
     def hear_indonesian() -> WhisperSTTService:
         # The base model is joined and loaded (~3 s the first time) while the person speaks.
