@@ -27,7 +27,7 @@ from pipecat.services.tts_service import TTSService
 from pipecat.tests.utils import run_test
 
 from voice.engines.espeak import EspeakTTSService
-from voice.engines.hibari import HibariTTSService
+from voice.engines.hibari import HibariTTSService, preload_hibari
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
 
 TRANSFORMS = [("*", emotion_to_ssml), ("*", strip_stray_tags)]
@@ -95,3 +95,10 @@ async def test_emotions_are_heard(voice: Callable[[], TTSService]) -> None:
         return float(np.sqrt(np.mean(samples**2)))
 
     assert loudness(furious) > 2 * loudness(devastated)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _voices_loaded() -> None:
+    """Load the neural voice before the first sentence, as a server does at startup: loaded
+    inside a sentence on a busy machine, it can outlast Pipecat's 3 s wait for first audio."""
+    preload_hibari()

@@ -8,6 +8,7 @@ caption in step sits after the previous sentence's audio and before its own ends
 
 from __future__ import annotations
 
+import pytest
 from pipecat.frames.frames import (
     Frame,
     LLMContextFrame,
@@ -23,7 +24,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 from agents import Segment, SpokenReply
 from voice.agent import AvaVoiceAgent
 from voice.captions import AssistantCaptions
-from voice.engines.hibari import HibariTTSService
+from voice.engines.hibari import HibariTTSService, preload_hibari
 from voice.prosody import emotion_to_ssml, strip_stray_tags
 
 REPLY = SpokenReply(
@@ -74,3 +75,9 @@ async def test_each_caption_arrives_while_its_sentence_is_spoken() -> None:
         assert any(at < a < ends[k] for a in audio), f"caption {k} is followed by its own audio"
         if k:
             assert at > ends[k - 1], f"caption {k} came before the previous sentence was spoken"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _voice_loaded() -> None:
+    """The neural voice loaded first, as a server does at startup (see the TTS contract suite)."""
+    preload_hibari()

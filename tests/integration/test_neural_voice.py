@@ -24,7 +24,7 @@ from pipecat.tests.utils import run_test
 
 from agents import EMOTIONS
 from tests.fakes.acoustics import Sound, measure
-from voice.engines.hibari import HIBARI_RATE, HibariTTSService, is_indonesian, synthesize_neural
+from voice.engines.hibari import HIBARI_RATE, HibariTTSService, is_indonesian, preload_hibari, synthesize_neural
 from voice.engines.whisper import transcribe_pcm16
 from voice.prosody import emotion_to_ssml, read_segment, segment_ssml, strip_stray_tags, text_type_for
 
@@ -118,3 +118,9 @@ async def test_indonesian_sentences_go_to_the_indonesian_voice() -> None:
     )
     assert not [f for f in down if isinstance(f, ErrorFrame)]
     assert sum(len(f.audio) for f in down if isinstance(f, TTSAudioRawFrame)) > 16_000  # over half a second
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _voice_loaded() -> None:
+    """The neural voice loaded first, as a server does at startup (see the TTS contract suite)."""
+    preload_hibari()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pipecat.audio.utils import create_stream_resampler
-from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
+from pipecat.frames.frames import ErrorFrame, Frame, StartFrame, TTSAudioRawFrame
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 from pipecat.transcriptions.language import Language
@@ -173,6 +173,14 @@ class HibariTTSService(TTSService):
 
     def can_generate_metrics(self) -> bool:
         return True
+
+    async def start(self, frame: StartFrame) -> None:
+        await super().start(frame)
+        if _model is None:
+            # The call has just begun: load the voice while the person talks. Loaded inside
+            # the first sentence instead, a busy machine can take longer than Pipecat waits
+            # for a sentence's first audio (3 s), and the sentence would be dropped.
+            threading.Thread(target=preload_hibari, name="hibari-load", daemon=True).start()
 
     def language_to_service_language(self, language: Language) -> str | None:
         return str(language).split("-")[0].lower()
