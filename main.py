@@ -151,15 +151,19 @@ def choose_engines(settings: Settings, stack: contextlib.AsyncExitStack) -> tupl
                 credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
             ),
         ), "Google Cloud STT + TTS"
-    from voice.engines.espeak import EspeakTTSService
-    from voice.engines.whisper import WhisperSTTService, preload_whisper
+    from voice.engines.offline import offline_engines, preload_offline
 
     if settings.voice_preload:
-        preload = threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True)
+        preload = threading.Thread(
+            target=preload_offline, args=(settings.voice_tts,), name="speech-preload", daemon=True
+        )
         preload.start()
         stack.push_async_callback(asyncio.to_thread, preload.join, _PRELOAD_JOIN_S)
-    return Engines(stt=WhisperSTTService, tts=lambda: EspeakTTSService(text_transforms=transforms)), (
-        "Whisper tiny.en + espeak-ng"
+    return offline_engines(
+        tts=settings.voice_tts,
+        transforms=transforms,
+        models_dir=settings.avagenc_home / "models",
+        stt_workers=settings.voice_stt_workers,
     )
 
 
@@ -550,13 +554,14 @@ def build_voice(
     settings: Settings,
     stack: contextlib.AsyncExitStack,
     *,
+    dsn: str,
     people: People,
     local_tokens: LocalTokens,
     turns: Turns,
     wallet: Wallet,
 ) -> tuple[VoiceDoors, str]:
     """The call doors and their engines; live calls are hung up first when the stack unwinds."""
-    from voice import CallLimits, TurnTiming, VoiceDoors
+    from voice import CallLimits, CallSlots, TurnTiming, VoiceDoors
 
     engines, speech = choose_engines(settings, stack)
     voice = VoiceDoors(
@@ -573,8 +578,14 @@ def build_voice(
             idle_s=settings.call_idle_s,
             per_process_max=settings.calls_per_process_max,
         ),
-        timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
+        timing=TurnTiming(
+            vad_stop_s=settings.voice_vad_stop_s,
+            speech_timeout_s=settings.voice_speech_timeout_s,
+            vad_start_s=settings.voice_vad_start_s,
+            pause_s=settings.voice_pause_s,
+        ),
     )
+    voice.registry.slots = CallSlots.for_url(dsn)  # one call per person across every instance
     stack.push_async_callback(end_calls, voice)
     return voice, speech
 
@@ -623,7 +634,9 @@ async def bootstrap(
     await build_sweep(threads, runs, wallet, pool)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
-    voice, speech = build_voice(settings, stack, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet)
+    voice, speech = build_voice(
+        settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
+    )
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live_for)
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)

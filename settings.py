@@ -7,6 +7,7 @@ read the environment themselves, so a test can build the whole app from one obje
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -73,8 +74,18 @@ class Settings(BaseSettings):
     calls_per_process_max: int = Field(default=16, ge=1, le=1000)
     voice_vad_stop_s: float = Field(default=0.2, gt=0, le=2)
     voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
+    # Unbroken speech before the VAD believes someone talks (short words need it short).
+    voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
+    # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.
+    voice_pause_s: float = Field(default=0.06, ge=0, le=2)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
+    # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
+    # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
+    voice_tts: Literal["neural", "espeak"] = "neural"
+    # Utterances Whisper transcribes at once (simultaneous calls queue beyond this); the
+    # cores are shared between the workers, so more than the core count only adds memory.
+    voice_stt_workers: int = Field(default=1, ge=1, le=16)
 
     # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
     google_speech_credentials: Path | None = None

@@ -29,6 +29,7 @@ from agents.model import (
     Usage,
 )
 from agents.offline import OfflineModel
+from agents.offline.words import detect_language
 from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.rafal.tools import rafal_tools
@@ -116,6 +117,7 @@ __all__ = [
     "Workspace",
     "build_specialists",
     "compose",
+    "detect_language",
     "handoff_tools",
     "parse_spoken",
     "rafal_tools",

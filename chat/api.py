@@ -153,6 +153,7 @@ def build_router(api: ChatApi) -> APIRouter:
         result = await run_detached(
             api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
         )
+        await api.people.learn_language(person, body.text)  # the language their calls are heard in
         return result.as_json()
 
     @router.get("/messages", response_model=MessagesPage, tags=["thread"], responses=problem_responses(401, 422))

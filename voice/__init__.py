@@ -5,6 +5,7 @@ main.py imports the names listed here; engines are imported by main.py from
 `voice.engines.*` only when chosen, so cloud SDKs load only when configured.
 """
 
+from voice.call_slots import CallSlots
 from voice.calls import Call, CallLimits, CallRegistry
 from voice.doors import build_voice_router
 from voice.errors import VoiceError
@@ -16,6 +17,7 @@ __all__ = [
     "Call",
     "CallLimits",
     "CallRegistry",
+    "CallSlots",
     "Engines",
     "TurnTiming",
     "VoiceDoors",

@@ -56,6 +56,7 @@ class CallSession:
             sample_rate_out=rate_out,
             timing=self.doors.timing,
             before_output=[ActivityTap(self.clock), *self.doors.meters(self.call), *extra],
+            language=self.call.person.language,  # the recogniser and voice of the person's language
         )
         self._worker = built.worker
         return built.worker

@@ -146,8 +146,8 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
             raise OfferInvalid("The offer must carry audio: add the microphone track before making it.")
         if doors.guard is not None:
             await doors.guard(person)
-        with contextlib.ExitStack() as stack:
-            call = stack.enter_context(doors.registry.claim(person, "voice"))
+        async with contextlib.AsyncExitStack() as stack:
+            call = await stack.enter_async_context(doors.registry.claim_everywhere(person, "voice"))
             answered: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
             slot = stack.pop_all()  # from here on the call's task releases the slot
         task = asyncio.create_task(_call(doors, handler, owners, body, call, zone, slot, answered))
@@ -257,11 +257,11 @@ async def _call(
     body: Offer,
     call: Call,
     zone: ZoneInfo,
-    slot: contextlib.ExitStack,
+    slot: contextlib.AsyncExitStack,
     answered: asyncio.Future[dict[str, str]],
 ) -> None:
     """One call from offer to hang-up; the person's call slot is released at the end."""
-    with slot:
+    async with slot:
         try:
             connection, answer = await _answer(handler, body)
         except OfferInvalid as exc:
