@@ -21,8 +21,9 @@ import logging
 import secrets
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -191,7 +192,13 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     return failed
 
 
-async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+async def start_services(
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    clock: Callable[[], datetime] | None = None,
+) -> Services:
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
     lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
@@ -218,6 +225,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             toolbox=build_toolbox(home=home),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
+            clock=clock or (lambda: datetime.now(UTC)),
         )
         hub = EventHub(dsn)
         await hub.start()
@@ -467,9 +475,11 @@ def cli(argv: Sequence[str] | None = None) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings, *, model: Model | None = None) -> AsyncIterator[tuple[Services, FastAPI]]:
-    """Services and app for one process's lifetime (used by tests and benchmarks)."""
-    services = await start_services(settings, model=model)
+async def running(
+    settings: Settings, *, model: Model | None = None, clock: Callable[[], datetime] | None = None
+) -> AsyncIterator[tuple[Services, FastAPI]]:
+    """Services and app for one process's lifetime (used by tests, benchmarks and eval)."""
+    services = await start_services(settings, model=model, clock=clock)
     try:
         yield services, build_app(services)
     finally:
