@@ -20,10 +20,12 @@ import contextlib
 import logging
 import secrets
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -57,6 +59,16 @@ from chat import (
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, format_rupiah
+from scenarios import (
+    RecordingModel,
+    ScenarioClock,
+    ScenarioError,
+    SuiteResult,
+    bundled_suites,
+    load_suite,
+    render,
+    run_suite,
+)
 from settings import Settings
 from voice import (
     CallLimits,
@@ -422,6 +434,55 @@ async def _wallet_verify(settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
+@dataclass(frozen=True, slots=True)
+class EvalProduct:
+    """The product as a scenario run drives it (scenarios.Product)."""
+
+    turns: Turns
+    people: People
+    threads: Threads
+    wallet: Wallet
+    home: SandboxHome
+    model: RecordingModel
+    clock: ScenarioClock
+
+
+@contextlib.asynccontextmanager
+async def eval_product(settings: Settings, *, model: Model | None = None) -> AsyncIterator[EvalProduct]:
+    """The whole product on the configured model, with a clock each scenario sets."""
+    clock = ScenarioClock()
+    recording = RecordingModel(model or choose_model(settings))
+    quiet = settings.model_copy(update={"voice_preload": False})  # no call is placed
+    async with running(quiet, model=recording, clock=clock.now) as (services, _):
+        yield EvalProduct(
+            services.turns,
+            services.people,
+            services.threads,
+            services.wallet,
+            SandboxHome(services.pool),
+            recording,
+            clock,
+        )
+
+
+async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str]) -> int:
+    try:
+        suites = [load_suite(Path(p)) for p in paths] if paths else [load_suite(p) for p in bundled_suites()]
+    except (ScenarioError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="avagenc-eval-") as scratch:
+        if settings.database_url is None:  # a throwaway embedded database, not the person's own
+            settings = settings.model_copy(update={"avagenc_home": Path(scratch)})
+        results: list[SuiteResult] = []
+        async with eval_product(settings) as product:
+            for suite in suites:
+                results.append(await run_suite(product, suite, only=only))
+    model = type(product.model.inner).__name__
+    print(render(results, model=model if settings.gemini_api_key is None else f"{model} {settings.gemini_model}"))
+    return 0 if all(r.ok for r in results) else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="avagenc", description="Avagenc Chat")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -442,6 +503,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--url", help="server address (default http://HOST:PORT)")
     chat.add_argument("--name", help="sign in locally with this name (default: your login name)")
     chat.add_argument("--time-zone", help="IANA zone to send (default: the server's idea of you)")
+    evaluate = verbs.add_parser("eval", help="run conversation scenarios against the configured model")
+    evaluate.add_argument("suites", nargs="*", help="suite files (default: the bundled scenarios/suites/*.yaml)")
+    evaluate.add_argument("--only", action="append", default=[], help="run scenarios whose name contains this")
     return parser
 
 
@@ -464,6 +528,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
         sys.exit(asyncio.run(_wallet_topup(settings, args.user, args.amount, args.ref)))
     elif args.verb == "wallet":
         sys.exit(asyncio.run(_wallet_verify(settings)))
+    elif args.verb == "eval":
+        sys.exit(asyncio.run(_eval(settings, args.suites, args.only)))
     elif args.verb == "chat":
         from chat.terminal import run_terminal
 

@@ -244,9 +244,7 @@ class Turns:
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
         history, previous_at = await self._history(turn, pinned)
         session = Session(now=self._clock(), time_zone=turn.zone, previous_message_at=previous_at)
-        system = compose(
-            agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team()
-        )
+        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
         contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
         error: tuple[str, str] | None = None
         reply = ""

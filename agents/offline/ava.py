@@ -35,8 +35,9 @@ def wanted(s: Situation) -> list[str]:
     topics = topics_of(s.request)
     if not topics and not named and s.previous_request and is_follow_up(s.request):
         topics = topics_of(s.previous_request)[-1:]
-    order = list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
-    return order
+    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye"):
+        return []  # "@zee @yori hello" is small talk for the lead, not work to hand on
+    return list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
 
 
 def hand_on(s: Situation) -> Reply | None:

@@ -349,9 +349,15 @@ def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
     return any(f" {p} " in padded for p in phrases)
 
 
+def _marked(word: str) -> bool:
+    """An Indonesian suffix, but not English "-ain" ("curtain", "again")."""
+    return len(word) > 5 and word.endswith(("in", "kan", "nya")) and not word.endswith("ain")
+
+
 def detect_language(text: str) -> Lang:
     words = [w for w in words_of(re.sub(r"@\w+", " ", text)).split() if not w.isdigit()]
-    hits = sum(1 for w in words if w in _INDONESIAN)
+    # Casual Jakarta verbs and possessives carry their own mark: nyalain, pesanin, matikan, lampunya.
+    hits = sum(1 for w in words if w in _INDONESIAN or _marked(w))
     return "id" if hits and hits * 3 >= len(words) else "en"
 
 
