@@ -33,7 +33,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
+from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, ToolSpec, handoff_tools, zee_tools
 from chat import (
     BodyLimit,
     ChatApi,
@@ -162,6 +162,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
+    toolbox: Toolbox
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
 
@@ -220,6 +221,7 @@ async def start_services(
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
+        toolbox = build_toolbox(home=home)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -234,7 +236,7 @@ async def start_services(
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home),
+            toolbox=toolbox,
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
             clock=clock or (lambda: datetime.now(UTC)),
@@ -293,6 +295,7 @@ async def start_services(
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
+        toolbox=toolbox,
         embedded=embedded,
         adapters=adapters,
     )
@@ -441,10 +444,12 @@ class EvalProduct:
     turns: Turns
     people: People
     threads: Threads
+    runs: Runs
     wallet: Wallet
     home: SandboxHome
     model: RecordingModel
     clock: ScenarioClock
+    team: dict[str, tuple[ToolSpec, ...]]  # what every agent can do in this deployment
 
 
 @contextlib.asynccontextmanager
@@ -458,10 +463,12 @@ async def eval_product(settings: Settings, *, model: Model | None = None) -> Asy
             services.turns,
             services.people,
             services.threads,
+            services.runs,
             services.wallet,
             SandboxHome(services.pool),
             recording,
             clock,
+            services.toolbox.team(),
         )
 
 

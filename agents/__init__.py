@@ -5,6 +5,7 @@ Other domains import only what is listed here. The Gemini adapter is imported by
 composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
+from agents.capabilities import CAPABILITIES, Capability, promised, provides, render_persona
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
@@ -36,6 +37,7 @@ from agents.zee.tools import zee_tools
 __all__ = [
     "AGENTS",
     "AVA",
+    "CAPABILITIES",
     "DESCRIBING",
     "EMOTIONS",
     "HUMAN",
@@ -43,6 +45,7 @@ __all__ = [
     "SPECIALISTS",
     "AgentError",
     "AgentSpec",
+    "Capability",
     "Channel",
     "Command",
     "Content",
@@ -79,6 +82,9 @@ __all__ = [
     "compose",
     "handoff_tools",
     "parse_spoken",
+    "promised",
+    "provides",
+    "render_persona",
     "run_agent",
     "to_contents",
     "window",

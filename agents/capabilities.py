@@ -99,9 +99,23 @@ def provides(capability: Capability, specs: Iterable[ToolSpec | str]) -> bool:
     return any((spec if isinstance(spec, str) else spec.name) in capability.tools for spec in specs)
 
 
+# A sentence that says something cannot be done promises nothing.
+_NEGATION = re.compile(r"\b(can't|cannot|can not|not|no|never|isn't|aren't|belum|nggak|gak|tidak|bukan)\b", re.I)
+
+
 def promised(text: str) -> list[Capability]:
-    """The capabilities a text claims, by the vocabulary above."""
-    return [c for c in CAPABILITIES if c.promise.search(text)]
+    """The capabilities a text claims, by the vocabulary above (or its own wording)."""
+    found: list[Capability] = []
+    for sentence in re.split(r"(?<=[.!?;:])\s+|\n", text):
+        if _NEGATION.search(sentence):
+            continue
+        low = sentence.lower()
+        found += [
+            c
+            for c in CAPABILITIES
+            if c not in found and (c.promise.search(sentence) or c.en.lower() in low or c.id.lower() in low)
+        ]
+    return found
 
 
 def offered(specs: Iterable[ToolSpec | str]) -> list[Capability]:

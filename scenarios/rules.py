@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import AGENTS, EMOTIONS
+from agents import AGENTS, EMOTIONS, promised, provides
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,4 +359,14 @@ async def _check_end(o: Observation, expected: bool) -> str | None:
         return f"#end# hangs up, but this turn should not: {o.spoken!r}"
     if expected and not _sentences(o.spoken.replace("#end#", "")):
         return "#end# came with no goodbye"
+    return None
+
+
+@register("promises_backed", "the replies promise only what some registered tool really does", _boolean)
+async def _check_promises(o: Observation, expected: bool) -> str | None:
+    tools = [spec for specs in getattr(o.product, "team", {}).values() for spec in specs]
+    said = " ".join(m["text"] for m in o.replies) or o.spoken
+    hollow = [c.name for c in promised(said) if not provides(c, tools)]
+    if expected and hollow:
+        return f"{said!r} promises {hollow}, which no registered tool provides"
     return None

@@ -70,6 +70,8 @@ class Product(Protocol):
     @property
     def threads(self) -> Any: ...
     @property
+    def runs(self) -> Any: ...
+    @property
     def wallet(self) -> Any: ...
     @property
     def home(self) -> SmartHome: ...
@@ -125,9 +127,41 @@ async def _prepare(product: Product, scenario: Scenario) -> Any:
     for device, points in scenario.home.items():
         commands = [Command(code=code, value=value) for code, value in points.items()]
         await product.home.send_commands(person_id=person.id, device_id=device, commands=commands)
-    for author, text in scenario.thread:
-        await product.threads.append(person.id, author=author, text=text, channel="text")
+    await _write_thread(product, person.id, scenario.thread)
     return person
+
+
+async def _write_thread(product: Product, person_id: str, thread: Sequence[tuple[str, str]]) -> None:
+    """Earlier messages, each agent message under a finished run as the product writes them:
+    a specialist right after Ava's "@name" was handed on by her, anyone else answered the person."""
+    origin: Any = None
+    lead_run: Any = None
+    previous: Any = None
+    opened: list[str] = []
+    for author, text in thread:
+        if author in ("human", "postera"):
+            origin = previous = await product.threads.append(person_id, author=author, text=text, channel="text")
+            lead_run = None
+            continue
+        assert origin is not None, "an agent message needs a person's message before it"
+        handed = previous is not None and previous.author == "ava" and previous.text.strip() == f"@{author}"
+        if author == "ava" and lead_run is not None:
+            run = lead_run
+        else:
+            run = await product.runs.start(
+                person_id,
+                agent=author,
+                trigger="ava" if handed else ("postera" if origin.author == "postera" else "human"),
+                parent_run_id=lead_run.id if handed else None,
+                trigger_message_id=previous.id if handed else origin.id,
+                origin_message_id=origin.id,
+                channel="text",
+            )
+            opened.append(run.id)
+            lead_run = run if author == "ava" else lead_run
+        previous = await product.threads.append(person_id, author=author, text=text, channel="text", run_id=run.id)
+    for run_id in opened:
+        await product.runs.finish(run_id, status="succeeded")
 
 
 async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:

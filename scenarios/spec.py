@@ -241,6 +241,8 @@ class _SuiteReader(_Reader):
             author = self.typed(
                 keys["author"], f"{where}[{i}].author", str, lambda v: None if v in AUTHORS else f"one of {AUTHORS}"
             )
+            if i == 0 and author not in (HUMAN, POSTERA):
+                raise self.fail(item, f"{where}[{i}].author", "the thread starts with the person's message (or a note)")
             out.append((author, self.typed(keys["text"], f"{where}[{i}].text", str, _nonblank)))
         return tuple(out)
 

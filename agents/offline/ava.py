@@ -33,10 +33,10 @@ def wanted(s: Situation) -> list[str]:
     """The specialists this request needs, in the order the person asked."""
     named = [m.lower() for m in _MENTION.findall(s.request)]
     topics = topics_of(s.request)
+    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
+        return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
     if not topics and not named and s.previous_request and is_follow_up(s.request):
         topics = topics_of(s.previous_request)[-1:]
-    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye"):
-        return []  # "@zee @yori hello" is small talk for the lead, not work to hand on
     return list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
 
 
@@ -143,9 +143,13 @@ def small_talk(s: Situation) -> Reply:
     team = team_sentence(lang, s.team)
     if intent == "greeting":
         if s.first_time:
-            hello = in_language(lang, "Hi! I'm Ava.", "Hai! Aku Ava.")
+            hello = in_language(
+                lang, "Hi, I'm Ava!" if s.voice else "Hi! I'm Ava.", "Hai, aku Ava!" if s.voice else "Hai! Aku Ava."
+            )
             ask = in_language(lang, "What's up?", "Ada apa?")
-            return _tagged(s, " ".join(p for p in (hello, team, ask) if p), "affectionate"), []
+            # On a call one or two sentences; the team is told in text, where it can be read.
+            said = (hello, ask) if s.voice else (hello, team, ask)
+            return _tagged(s, " ".join(p for p in said if p), "affectionate"), []
         return _tagged(
             s, in_language(lang, "Hey! What can I do for you?", "Hai! Ada yang bisa aku bantu?"), "affectionate"
         ), []

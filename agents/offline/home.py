@@ -183,9 +183,9 @@ def _fan_speed(text: str) -> str | None:
     ):
         return None
     for value, words in (
-        ("low", ("low", "pelan", "rendah", "slow")),
+        ("low", ("low", "pelan", "pelanin", "rendah", "slow")),
         ("middle", ("medium", "middle", "mid", "sedang")),
-        ("high", ("high", "kencang", "kenceng", "tinggi", "max", "full")),
+        ("high", ("high", "kencang", "kenceng", "kencengin", "tinggi", "max", "full")),
         ("auto", ("auto", "otomatis")),
     ):
         if has_any(text, words):
@@ -319,27 +319,41 @@ def commands_for(device: dict[str, Any], actions: tuple[Action, ...]) -> list[di
 def _command(category: str, status: dict[str, Any], action: Action) -> dict[str, Any] | None:
     what, value = action.what, action.value
     if category == "dj":
-        bright, warmth = int(status.get("bright_value", 1000)), int(status.get("temp_value", 500))
-        return {
-            "power": {"switch_led": value},
-            "brightness": {"switch_led": True, "bright_value": value},
-            "brighter": {"switch_led": True, "bright_value": max(10, min(1000, bright + value))},
-            "colour": {"switch_led": True, "temp_value": value},
-            "warmer": {"switch_led": True, "temp_value": max(0, warmth - 250)},
-            "cooler": {"switch_led": True, "temp_value": min(1000, warmth + 250)},
-        }.get(what)
+        return _light(status, what, value)
     if category == "kt":
-        target = int(status.get("temp_set", 24))
-        return {
-            "power": {"switch": value},
-            "temp": {"switch": True, "temp_set": max(16, min(30, value))},
-            "warmer": {"switch": True, "temp_set": min(30, target + 1)},
-            "cooler": {"switch": True, "temp_set": max(16, target - 1)},
-            "mode": {"switch": True, "mode": value},
-            "fan": {"switch": True, "fan_speed_enum": value},
-        }.get(what)
+        return _air(status, what, value)
     if category == "cl" and what == "curtain":
         return {"percent_control": value}
+    return None
+
+
+def _light(status: dict[str, Any], what: str, value: Any) -> dict[str, Any] | None:
+    bright, warmth = int(status.get("bright_value", 1000)), int(status.get("temp_value", 500))
+    if what == "power":
+        return {"switch_led": value}
+    if what == "brightness":
+        return {"switch_led": True, "bright_value": value}
+    if what == "brighter":
+        return {"switch_led": True, "bright_value": max(10, min(1000, bright + value))}
+    if what == "colour":
+        return {"switch_led": True, "temp_value": value}
+    if what in ("warmer", "cooler"):
+        return {"switch_led": True, "temp_value": max(0, min(1000, warmth + (-250 if what == "warmer" else 250)))}
+    return None
+
+
+def _air(status: dict[str, Any], what: str, value: Any) -> dict[str, Any] | None:
+    target = int(status.get("temp_set", 24))
+    if what == "power":
+        return {"switch": value}
+    if what == "temp":
+        return {"switch": True, "temp_set": max(16, min(30, value))}
+    if what in ("warmer", "cooler"):
+        return {"switch": True, "temp_set": max(16, min(30, target + (1 if what == "warmer" else -1)))}
+    if what == "mode":
+        return {"switch": True, "mode": value}
+    if what == "fan":
+        return {"switch": True, "fan_speed_enum": value}
     return None
 
 

@@ -12,11 +12,12 @@ from agents.offline.home import home
 from agents.offline.situation import Reply, Situation, Skill
 from agents.offline.specialists import elsewhere, not_yet, silent_if_answered, social
 
-# Ava: after specialists answered, relay or stay silent; timed work; hand on; small talk.
+# Ava: timed work; hand on to the next specialist asked for; once all answered, relay or
+# stay silent; anything else is small talk.
 LEAD: tuple[Skill, ...] = (
-    relay,
     later,
     hand_on,
+    relay,
 )
 
 # Each specialist's own domain skills, tried after the silence check.
