@@ -472,7 +472,7 @@ async def eval_product(settings: Settings, *, model: Model | None = None) -> Asy
         )
 
 
-async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str]) -> int:
+async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str], transcripts: bool) -> int:
     try:
         suites = [load_suite(Path(p)) for p in paths] if paths else [load_suite(p) for p in bundled_suites()]
     except (ScenarioError, OSError) as exc:
@@ -486,7 +486,8 @@ async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str]) -
             for suite in suites:
                 results.append(await run_suite(product, suite, only=only))
     model = type(product.model.inner).__name__
-    print(render(results, model=model if settings.gemini_api_key is None else f"{model} {settings.gemini_model}"))
+    label = model if settings.gemini_api_key is None else f"{model} {settings.gemini_model}"
+    print(render(results, model=label, transcripts=transcripts))
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -513,6 +514,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate = verbs.add_parser("eval", help="run conversation scenarios against the configured model")
     evaluate.add_argument("suites", nargs="*", help="suite files (default: the bundled scenarios/suites/*.yaml)")
     evaluate.add_argument("--only", action="append", default=[], help="run scenarios whose name contains this")
+    evaluate.add_argument("--transcripts", action="store_true", help="print every scenario's messages")
     return parser
 
 
@@ -536,7 +538,8 @@ def cli(argv: Sequence[str] | None = None) -> None:
     elif args.verb == "wallet":
         sys.exit(asyncio.run(_wallet_verify(settings)))
     elif args.verb == "eval":
-        sys.exit(asyncio.run(_eval(settings, args.suites, args.only)))
+        logging.getLogger().setLevel(logging.WARNING)  # the report is the output, not a log line per run
+        sys.exit(asyncio.run(_eval(settings, args.suites, args.only, args.transcripts)))
     elif args.verb == "chat":
         from chat.terminal import run_terminal
 

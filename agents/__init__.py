@@ -5,7 +5,7 @@ Other domains import only what is listed here. The Gemini adapter is imported by
 composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
-from agents.capabilities import CAPABILITIES, Capability, promised, provides, render_persona
+from agents.capabilities import CAPABILITIES, Capability, hollow, promised, provides, render_persona
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
@@ -81,6 +81,7 @@ __all__ = [
     "Usage",
     "compose",
     "handoff_tools",
+    "hollow",
     "parse_spoken",
     "promised",
     "provides",

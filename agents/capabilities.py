@@ -5,9 +5,10 @@ one of its registered tools really does (SPEC §6, issue 8). This module is the 
 shared vocabulary for that: each capability names the words that promise it and the
 tool names that provide it, and says it in English and Indonesian for the offline model.
 
-Persona lines that need a tool carry a tag, `{tools: a, b}`; `render_persona` keeps such
-a line only when the agent has every tool it names (`{tools: none}` only when it has no
-tools at all), so the text an agent reads grows as its tools land and never runs ahead.
+Persona and layer lines that need a tool carry a tag, `{tools: a, b}`; `render_persona`
+keeps such a line only when the agent has every tool it names (`{tools: none}` only when
+it has no tools at all, `{without: a}` only when it lacks them), so the text an agent
+reads grows as its tools land and never runs ahead of them.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     ),
 )
 
-_TAG = re.compile(r"\s*\{tools:\s*([^}]*)\}\s*$")
+_TAG = re.compile(r"\s*\{(tools|without):\s*([^}]*)\}\s*$")
 
 
 def provides(capability: Capability, specs: Iterable[ToolSpec | str]) -> bool:
@@ -124,24 +125,26 @@ def offered(specs: Iterable[ToolSpec | str]) -> list[Capability]:
     return [c for c in CAPABILITIES if provides(c, listed)]
 
 
-def line_tools(line: str) -> tuple[str, ...] | None:
-    """The tools a persona line is tagged with, or None for an untagged line."""
+def _keeps(line: str, tools: Collection[str]) -> bool:
     match = _TAG.search(line)
     if match is None:
-        return None
-    return tuple(name.strip() for name in match.group(1).split(",") if name.strip())
+        return True
+    names = [name.strip() for name in match.group(2).split(",") if name.strip()]
+    if match.group(1) == "without":
+        return not any(name in tools for name in names)
+    if names == ["none"]:
+        return not tools
+    return all(name in tools for name in names)
 
 
 def render_persona(persona: str, tools: Collection[str]) -> str:
-    """The persona as the agent reads it: tagged lines kept only when their tools exist."""
-    kept: list[str] = []
-    for line in persona.splitlines():
-        needed = line_tools(line)
-        if needed is None:
-            kept.append(line)
-        elif needed == ("none",):
-            if not tools:
-                kept.append(_TAG.sub("", line))
-        elif all(name in tools for name in needed):
-            kept.append(_TAG.sub("", line))
-    return "\n".join(kept).strip()
+    """A persona or layer as the agent reads it: a line tagged `{tools: a, b}` stays only
+    when the agent has every tool named, `{tools: none}` only when it has no tools at all,
+    and `{without: a}` only when it lacks them; the tags themselves never reach the model."""
+    return "\n".join(_TAG.sub("", line) for line in persona.splitlines() if _keeps(line, tools)).strip()
+
+
+def hollow(text: str, specs: Iterable[ToolSpec | str]) -> list[str]:
+    """The capabilities a text promises that none of these tools provides (names)."""
+    tools = list(specs)
+    return [c.name for c in promised(text) if not provides(c, tools)]

@@ -90,9 +90,10 @@ def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Se
     keeps only the capability lines its tools back, and the lead reads the team layer
     right after her role, where it stays the same for every run of this deployment."""
     team = team or {}
-    role = layer_text("role_lead" if agent.role == "lead" else "role_specialist")
+    tools = {t.name for t in team.get(agent.name, ())}
+    role = render_persona(layer_text("role_lead" if agent.role == "lead" else "role_specialist"), tools)
     layers = (
-        render_persona(agent.persona, {t.name for t in team.get(agent.name, ())}),
+        render_persona(agent.persona, tools),
         layer_text("room"),
         role,
         team_layer(team) if agent.role == "lead" else "",

@@ -26,7 +26,8 @@ def _pct(passed: int, total: int) -> str:
     return f"{100 * passed / total:5.1f} %" if total else "    - "
 
 
-def render(results: list[SuiteResult], *, model: str) -> str:
+def render(results: list[SuiteResult], *, model: str, transcripts: bool = False) -> str:
+    """The report; failed scenarios always show their transcript, all do with `transcripts`."""
     lines: list[str] = []
     for suite in results:
         passed = sum(r.passed for r in suite.results)
@@ -46,6 +47,8 @@ def render(results: list[SuiteResult], *, model: str) -> str:
                 if verdict.failure:
                     where = f"{result.scenario.path}:{verdict.line}"
                     lines.append(f"       [{verdict.rule}] turn {verdict.turn} ({where}): {verdict.failure}")
+            if transcripts or not result.passed:
+                lines += [f"         | {line}" for line in result.transcript]
     lines.append("per rule:")
     for rule, (passed, checked) in rule_rates(results).items():
         lines.append(f"  {rule:<22} {passed:>4}/{checked:<4} {_pct(passed, checked)}")

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import AGENTS, EMOTIONS, promised, provides
+from agents import AGENTS, EMOTIONS, hollow
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +366,7 @@ async def _check_end(o: Observation, expected: bool) -> str | None:
 async def _check_promises(o: Observation, expected: bool) -> str | None:
     tools = [spec for specs in getattr(o.product, "team", {}).values() for spec in specs]
     said = " ".join(m["text"] for m in o.replies) or o.spoken
-    hollow = [c.name for c in promised(said) if not provides(c, tools)]
-    if expected and hollow:
-        return f"{said!r} promises {hollow}, which no registered tool provides"
+    empty = hollow(said, tools)
+    if expected and empty:
+        return f"{said!r} promises {empty}, which no registered tool provides"
     return None

@@ -95,6 +95,7 @@ class ScenarioResult:
     verdicts: list[Verdict] = field(default_factory=list)
     error: str | None = None  # the scenario could not run at all
     seconds: float = 0.0
+    transcript: list[str] = field(default_factory=list)  # "author: text" of every turn's messages
 
     @property
     def passed(self) -> bool:
@@ -183,6 +184,9 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
                 spoken=product.model.last_reply(),
                 product=product,
             )
+            result.transcript += [f"{m['author']}: {m['text']}" for m in observation.messages]
+            if scenario.door == "voice":
+                result.transcript.append(f"(spoken raw) {observation.spoken}")
             for expectation in turn.expect:
                 failure = await RULES[expectation.rule].check(observation, expectation.value)
                 result.verdicts.append(Verdict(expectation.rule, index, expectation.line, failure))

@@ -51,19 +51,26 @@ def hand_on(s: Situation) -> Reply | None:
 
 def relay(s: Situation) -> Reply | None:
     """After the specialists: silent in text (the person read them), spoken on a call."""
-    replies = [str(r.get("response", "")) for name, r in s.results if name in SPECIALISTS]
+    replies = [(name, str(r.get("response", ""))) for name, r in s.results if name in SPECIALISTS]
     if not replies:
         return None
     if not s.voice:
         return "", []
     sentences: list[str] = []
-    for reply in replies:
-        first = reply.strip().split("\n")[0].replace("(", "").replace(")", "")
+    for name, reply in replies:
+        first = _in_third_person(name, reply.strip().split("\n")[0].replace("(", "").replace(")", ""))
         if not first:
             first = in_language(s.lang, "It's taken care of.", "Udah beres ya.")
         failed = any(w in first.lower() for w in _CANT)
         sentences.append(f"{first} #{'guilty' if failed else 'relieved'}#")
     return " ".join(sentences[:2]), []
+
+
+def _in_third_person(name: str, text: str) -> str:
+    """Ava relays a specialist's "I can't ..." as "Yori can't ...", never as her own."""
+    who = name.capitalize()
+    text = re.sub(r"\bI (can't|cannot|couldn't|don't)\b", lambda m: f"{who} {m.group(1)}", text)
+    return re.sub(r"\b(aku|Aku)\b", who, text)
 
 
 def later(s: Situation) -> Reply | None:

@@ -279,16 +279,7 @@ def describe(lang: Lang, device: dict[str, Any], status: dict[str, Any], shown: 
             )
         )
     if category == "dj" and ({"colour", "warmer", "cooler"} & shown):
-        warmth = int(status.get("temp_value", 0))
-        parts.append(
-            in_language(
-                lang,
-                f"colour temperature {warmth // 10}% (0 is warmest)",
-                f"suhu warna {warmth // 10}% (0 paling hangat)",
-            )
-            .replace("(", "")
-            .replace(")", "")
-        )
+        parts.append(_white(lang, int(status.get("temp_value", 500))))
     if category == "kt" and (on or {"temp", "warmer", "cooler"} & shown):
         parts.append(f"{status.get('temp_set')}°C")
     if category == "kt" and "mode" in shown:
@@ -298,6 +289,15 @@ def describe(lang: Lang, device: dict[str, Any], status: dict[str, Any], shown: 
         speed = str(status.get("fan_speed_enum"))
         parts.append(in_language(lang, f"fan {speed}", f"kipas {_SPEED_ID.get(speed, speed)}"))
     return ", ".join(parts)
+
+
+def _white(lang: Lang, warmth: int) -> str:
+    """Colour temperature in words: 0 is the warmest white, 1000 the coolest."""
+    if warmth <= 300:
+        return in_language(lang, "warm white", "putih hangat")
+    if warmth >= 700:
+        return in_language(lang, "cool white", "putih dingin")
+    return in_language(lang, "neutral white", "putih netral")
 
 
 _MODE_ID = {"cold": "dingin", "wind": "kipas", "dry": "kering", "auto": "otomatis"}
@@ -376,7 +376,8 @@ def _missing(lang: Lang, ask: Ask, devices: list[dict[str, Any]]) -> str:
         thing = f"{_KIND_ID[ask.kinds[0]]} {_ROOM_ID[room]}" if lang == "id" else f"{room} {_EN_KIND[ask.kinds[0]]}"
     else:
         thing = wanted if lang == "id" else f"{wanted}"
-    seen = join(lang, [label(lang, d) for d in devices])
+    same_kind = [d for d in devices if d["category"] in ask.kinds]
+    seen = join(lang, [label(lang, d) for d in same_kind or devices])
     return in_language(
         lang,
         f"I can't find a {thing} in your home. I can see {seen}. Which one do you mean?",
