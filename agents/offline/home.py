@@ -58,7 +58,9 @@ _ROOM_ID = {
     "garage": "garasi",
     "garden": "taman",
 }
-_PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "everything", "every", "lampu lampu")
+_PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "semuanya", "everything", "every")
+_EVERYTHING = ("everything", "all devices", "semuanya", "semua perangkat", "all of them")
+_TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat")
 _OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
@@ -87,6 +89,14 @@ class Ask:
     plural: bool = False
     question: bool = False
     actions: tuple[Action, ...] = field(default=())
+    everything: bool = False
+    asked_temperature: bool = False
+
+    @property
+    def shown(self) -> frozenset[str]:
+        """What the reply should mention beyond on/off: the settings asked about."""
+        asked = frozenset({"temp"}) if self.asked_temperature else frozenset()
+        return asked | frozenset(a.what for a in self.actions)
 
 
 def is_question(text: str) -> bool:
@@ -149,6 +159,8 @@ def _actions(text: str) -> tuple[Action, ...]:
         found.append(Action("brighter", 200))
     elif has_any(text, ("dimmer", "lebih redup")):
         found.append(Action("brighter", -200))
+    if pct is not None and not any(a.what in ("curtain", "brightness") for a in found) and _colour(text, pct) is None:
+        found.append(Action("percent", pct))  # "set the bedroom light to 40%": a light's brightness
     colour = _colour(text, pct)
     if colour is not None:
         found.append(colour)
@@ -210,12 +222,28 @@ def parse(text: str) -> Ask:
     if "fan" in others and (kinds or _fan_speed(text) or _mode(text)):
         others = tuple(o for o in others if o != "fan")  # "fan speed" is the AC's
     question = is_question(text)
-    return Ask(kinds, rooms, others, has_any(text, _PLURAL), question, () if question else _actions(text))
+    actions = () if question else _actions(text)
+    return Ask(
+        kinds,
+        rooms,
+        others,
+        has_any(text, _PLURAL),
+        question,
+        actions,
+        has_any(text, _EVERYTHING),
+        has_any(text, _TEMPERATURE),
+    )
 
 
 def asks_of(request: str, previous: str) -> list[Ask]:
     """Zee's part of the request, one Ask per clause; missing parts come from just before."""
-    parts = [c for c in clauses(request) if topic_of(c) == "home"] or clauses(request)
+    parts: list[str] = []
+    current = None
+    for clause in clauses(request):  # "turn on the AC and set it to 20": the second part is still Zee's
+        current = topic_of(clause) or current
+        if current == "home":
+            parts.append(clause)
+    parts = parts or clauses(request)
     asks: list[Ask] = []
     for part in parts:
         ask = parse(part)
@@ -270,7 +298,7 @@ def describe(lang: Lang, device: dict[str, Any], status: dict[str, Any], shown: 
         return in_language(lang, f"{opened}% open", f"kebuka {opened}%")
     on = bool(status.get("switch_led", status.get("switch")))
     parts = [in_language(lang, "on" if on else "off", "nyala" if on else "mati")]
-    if category == "dj" and on and ("brightness" in shown or "brighter" in shown):
+    if category == "dj" and on and ({"brightness", "brighter", "percent"} & shown):
         parts.append(
             in_language(
                 lang,
@@ -280,8 +308,10 @@ def describe(lang: Lang, device: dict[str, Any], status: dict[str, Any], shown: 
         )
     if category == "dj" and ({"colour", "warmer", "cooler"} & shown):
         parts.append(_white(lang, int(status.get("temp_value", 500))))
-    if category == "kt" and (on or {"temp", "warmer", "cooler"} & shown):
+    if category == "kt" and on:
         parts.append(f"{status.get('temp_set')}°C")
+    elif category == "kt" and {"temp", "warmer", "cooler"} & shown:
+        parts.append(in_language(lang, f"set to {status.get('temp_set')}°C", f"disetel {status.get('temp_set')}°C"))
     if category == "kt" and "mode" in shown:
         mode = str(status.get("mode"))
         parts.append(in_language(lang, f"{mode} mode", f"mode {_MODE_ID.get(mode, mode)}"))
@@ -333,6 +363,8 @@ def _light(status: dict[str, Any], what: str, value: Any) -> dict[str, Any] | No
         return {"switch_led": value}
     if what == "brightness":
         return {"switch_led": True, "bright_value": value}
+    if what == "percent":
+        return {"switch_led": True, "bright_value": max(10, value * 10)}
     if what == "brighter":
         return {"switch_led": True, "bright_value": max(10, min(1000, bright + value))}
     if what == "colour":
@@ -411,13 +443,17 @@ def plan(lang: Lang, asks: list[Ask], devices: list[dict[str, Any]]) -> Plan:
             return Plan(say=_missing(lang, ask, devices))
         if not ask.kinds and not ask.rooms:
             if ask.question or not ask.actions:
-                reads += [(d, frozenset()) for d in devices]
+                reads += [(d, ask.shown) for d in devices]
                 continue
-            return Plan(say=_which(lang, devices))
+            if not ask.everything:
+                return Plan(say=_which(lang, devices))
+            # "turn off everything": every device the action means something for
+            sends += [(d, tuple(c), ask.shown) for d in devices if (c := commands_for(d, ask.actions))]
+            continue
         targets, complete = _targets(ask, devices)
         if not targets or not complete:
             return Plan(say=_missing(lang, ask, devices))
-        shown = frozenset(a.what for a in ask.actions)
+        shown = ask.shown
         if ask.question or not ask.actions:
             reads += [(d, shown) for d in targets]
             continue
@@ -428,7 +464,21 @@ def plan(lang: Lang, asks: list[Ask], devices: list[dict[str, Any]]) -> Plan:
             if commands is None:
                 return Plan(say=_cannot(lang, device))
             sends.append((device, tuple(commands), shown))
-    return Plan(sends=tuple(sends), reads=tuple(reads))
+    return Plan(sends=_merged(sends), reads=tuple(reads))
+
+
+def _merged(
+    sends: list[tuple[dict[str, Any], tuple[dict[str, Any], ...], frozenset[str]]],
+) -> tuple[tuple[dict[str, Any], tuple[dict[str, Any], ...], frozenset[str]], ...]:
+    """One command list per device, in the order first asked ("on, then 20 degrees")."""
+    by_device: dict[str, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = {}
+    for device, commands, shown in sends:
+        _, merged, seen = by_device.get(device["id"], (device, {}, frozenset()))
+        merged = merged | {c["code"]: c["value"] for c in commands}
+        by_device[device["id"]] = (device, merged, seen | shown)
+    return tuple(
+        (d, tuple({"code": k, "value": v} for k, v in merged.items()), shown) for d, merged, shown in by_device.values()
+    )
 
 
 def _cannot(lang: Lang, device: dict[str, Any]) -> str:

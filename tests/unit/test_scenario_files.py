@@ -69,8 +69,16 @@ def test_a_wrong_expectation_value_names_its_field(tmp_path: Path) -> None:
         (("      - say: turn on the bedroom light", "      - say: '  '"), 8, "scenarios[0] (one).turns[0].say"),
         (("  - name: one", "  - name: one\n    colour: blue"), 7, "scenarios[0].colour"),
         (("threshold: 0.5", "threshold: 2"), 2, "threshold"),
-        (("home: {sbx-light-bedroom: {switch_led: true}}", "home: maybe"), 11, "scenarios[0] (one).turns[0].expect.home"),
-        (("    turns:", "    thread:\n      - {author: zee, text: hi}\n    turns:"), 8, "scenarios[0] (one).thread[0].author"),
+        (
+            ("home: {sbx-light-bedroom: {switch_led: true}}", "home: maybe"),
+            11,
+            "scenarios[0] (one).turns[0].expect.home",
+        ),
+        (
+            ("    turns:", "    thread:\n      - {author: zee, text: hi}\n    turns:"),
+            8,
+            "scenarios[0] (one).thread[0].author",
+        ),
     ],
 )
 def test_each_malformed_field_is_named_with_its_line(
