@@ -92,12 +92,22 @@ CAPABILITIES: tuple[Capability, ...] = (
     ),
 )
 
+# Ava's handoff tools describe a specialist, not a capability of their own.
+_HANDOFFS = frozenset({"zee", "yori", "rafal"})
+
 _TAG = re.compile(r"\s*\{(tools|without):\s*([^}]*)\}\s*$")
 
 
 def provides(capability: Capability, specs: Iterable[ToolSpec | str]) -> bool:
-    """True when one of the tools (specs or names) is named for the capability."""
-    return any((spec if isinstance(spec, str) else spec.name) in capability.tools for spec in specs)
+    """True when one of the tools provides the capability: named for it, or (for a tool
+    named otherwise) described with the very words that promise it ("Play a track")."""
+    for spec in specs:
+        name = spec if isinstance(spec, str) else spec.name
+        if name in capability.tools:
+            return True
+        if not isinstance(spec, str) and name not in _HANDOFFS and capability.promise.search(spec.description):
+            return True
+    return False
 
 
 # A sentence that says something cannot be done promises nothing.

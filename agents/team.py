@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.capabilities import offered
+from agents.capabilities import CAPABILITIES, offered
 from agents.model import ToolSpec
 from agents.roster import AGENTS, SPECIALISTS
 
@@ -30,6 +30,7 @@ class Member:
     name: str
     domain: str
     tools: tuple[str, ...]
+    capabilities: tuple[str, ...]  # names from agents.capabilities, as the line states them
 
 
 def _member_line(name: str, domain: str, specs: Sequence[ToolSpec], *, lead: bool) -> str:
@@ -63,5 +64,7 @@ def read_team(system: str) -> list[Member]:
         match = _MEMBER.match(line.strip())
         if match:
             tools = tuple(t.strip() for t in match.group(3).split(",") if t.strip() and t.strip() != "none")
-            members.append(Member(match.group(1).lower(), match.group(2), tools))
+            said = line.split(": ", 1)[1]
+            capabilities = tuple(c.name for c in CAPABILITIES if c.en in said)
+            members.append(Member(match.group(1).lower(), match.group(2), tools, capabilities))
     return members

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from agents.capabilities import offered
+from agents.capabilities import CAPABILITIES
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.words import Lang, in_language, intent_of, is_follow_up, join, topics_of
 from agents.team import Member
@@ -94,7 +94,7 @@ def team_sentence(lang: Lang, team: tuple[Member, ...]) -> str:
     for member in team:
         if member.name == "ava":
             continue
-        caps = offered(member.tools)
+        caps = [c for c in CAPABILITIES if c.name in member.capabilities]
         if caps:
             able.append(
                 f"{member.name.capitalize()} "
@@ -104,7 +104,7 @@ def team_sentence(lang: Lang, team: tuple[Member, ...]) -> str:
         else:
             idle.append(member.name.capitalize())
     own = next((m for m in team if m.name == "ava"), None)
-    mine = [c.en if lang == "en" else c.id for c in offered(own.tools)] if own else []
+    mine = [c.en if lang == "en" else c.id for c in CAPABILITIES if own and c.name in own.capabilities]
     parts = []
     if able:
         parts.append("; ".join(able) + ".")

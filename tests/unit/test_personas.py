@@ -77,3 +77,35 @@ def test_saying_what_cannot_be_done_promises_nothing() -> None:
 def test_every_capability_recognises_its_own_wording(capability: object) -> None:
     for wording in (capability.en, capability.id):  # type: ignore[attr-defined]
         assert capability in promised(f"Zee can {wording}.")
+
+
+async def test_the_team_description_grows_true_as_tools_land() -> None:
+    """Register a music tool for Yori (named as another engineer might) and a wake tool for
+    Ava: the team layer, the offline greeting and Yori's persona follow, nothing hard-coded."""
+    from agents import Content, ModelRequest, OfflineModel, Tool
+    from agents.tools import object_schema
+    from agents.team import read_team
+
+    toolbox = build_toolbox(home=SandboxHome(None))  # type: ignore[arg-type]
+
+    async def nothing(_: dict[str, object]) -> dict[str, object]:
+        return {}
+
+    def tool(name: str, description: str) -> Tool:
+        return Tool(ToolSpec(name, description, object_schema({})), nothing)
+
+    toolbox.register("yori", lambda _: [tool("start_playback", "Play a track, album or playlist by its uri.")])
+    toolbox.register("ava", lambda _: [tool("schedule_wake", "Leave a note to your future self.")])
+    team = toolbox.team()
+    session = Session(now=datetime(2026, 11, 30, 2, tzinfo=UTC), time_zone=ZoneInfo("Asia/Jakarta"))
+    system = compose(agent=AGENTS["ava"], channel="text", trigger="human", session=session, team=team)
+    members = {m.name: m for m in read_team(system)}
+    assert members["yori"].capabilities == ("music",) and members["rafal"].capabilities == ()
+    assert "wakes" in members["ava"].capabilities
+    request = ModelRequest("offline-1", system, (Content("user", "[2026-11-30 09:00 Budi] hi"),), tuple(team["ava"]))
+    greeting = (await OfflineModel().generate(request=request)).text
+    assert "Yori can play your music" in greeting and "I can remind you of things later" in greeting
+    assert "Rafal is not connected" in greeting
+    assert hollow(greeting, [s for specs in team.values() for s in specs]) == []
+    yori = compose(agent=AGENTS["yori"], channel="text", trigger="ava", session=session, team=team)
+    assert "No music tools are connected" not in yori
