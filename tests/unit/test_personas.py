@@ -83,8 +83,8 @@ async def test_the_team_description_grows_true_as_tools_land() -> None:
     """Register a music tool for Yori (named as another engineer might) and a wake tool for
     Ava: the team layer, the offline greeting and Yori's persona follow, nothing hard-coded."""
     from agents import Content, ModelRequest, OfflineModel, Tool
-    from agents.tools import object_schema
     from agents.team import read_team
+    from agents.tools import object_schema
 
     toolbox = build_toolbox(home=SandboxHome(None))  # type: ignore[arg-type]
 
