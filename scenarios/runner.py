@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from agents import Command, Model, ModelRequest, ModelResponse, SmartHome
+from chat import Message, People, Person, Run, Runs, Threads, Turns, Wallet
 from scenarios.rules import RULES, Observation
 from scenarios.spec import Scenario, Suite
 
@@ -64,15 +65,15 @@ class Product(Protocol):
     """What a scenario run needs from the product (main.py builds it)."""
 
     @property
-    def turns(self) -> Any: ...
+    def turns(self) -> Turns: ...
     @property
-    def people(self) -> Any: ...
+    def people(self) -> People: ...
     @property
-    def threads(self) -> Any: ...
+    def threads(self) -> Threads: ...
     @property
-    def runs(self) -> Any: ...
+    def runs(self) -> Runs: ...
     @property
-    def wallet(self) -> Any: ...
+    def wallet(self) -> Wallet: ...
     @property
     def home(self) -> SmartHome: ...
     @property
@@ -121,7 +122,7 @@ async def _home(product: Product, person_id: str) -> dict[str, dict[str, Any]]:
     return {d.id: dict(d.status) for d in await product.home.list_devices(person_id=person_id)}
 
 
-async def _prepare(product: Product, scenario: Scenario) -> Any:
+async def _prepare(product: Product, scenario: Scenario) -> Person:
     product.clock.set(scenario.clock)
     person, _ = await product.people.sign_in_local(f"{scenario.person} {secrets.token_hex(3)}")
     await product.wallet.grant_signup(person.id)
@@ -135,9 +136,9 @@ async def _prepare(product: Product, scenario: Scenario) -> Any:
 async def _write_thread(product: Product, person_id: str, thread: Sequence[tuple[str, str]]) -> None:
     """Earlier messages, each agent message under a finished run as the product writes them:
     a specialist right after Ava's "@name" was handed on by her, anyone else answered the person."""
-    origin: Any = None
-    lead_run: Any = None
-    previous: Any = None
+    origin: Message | None = None
+    lead_run: Run | None = None
+    previous: Message | None = None
     opened: list[str] = []
     for author, text in thread:
         if author in ("human", "postera"):
@@ -153,8 +154,8 @@ async def _write_thread(product: Product, person_id: str, thread: Sequence[tuple
                 person_id,
                 agent=author,
                 trigger="ava" if handed else ("postera" if origin.author == "postera" else "human"),
-                parent_run_id=lead_run.id if handed else None,
-                trigger_message_id=previous.id if handed else origin.id,
+                parent_run_id=lead_run.id if handed and lead_run is not None else None,
+                trigger_message_id=previous.id if handed and previous is not None else origin.id,
                 origin_message_id=origin.id,
                 channel="text",
             )

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
-from agents import AGENTS, HUMAN, POSTERA
+from agents import AGENTS, HUMAN, POSTERA, Channel
 
 DOORS = ("text", "voice")
 AUTHORS = (HUMAN, POSTERA, *AGENTS)
@@ -53,7 +53,7 @@ class Scenario:
     name: str
     path: str
     line: int
-    door: str
+    door: Channel  # text or voice
     time_zone: ZoneInfo
     clock: datetime
     person: str = "Budi"
