@@ -160,8 +160,8 @@ def small_talk(s: Situation) -> Reply:
         return _tagged(
             s, in_language(lang, "Hey! What can I do for you?", "Hai! Ada yang bisa aku bantu?"), "affectionate"
         ), []
-    if intent == "capabilities":
-        lead = in_language(lang, "I lead the group.", "Aku yang mimpin grup ini.")
+    if intent in ("capabilities", "who"):
+        lead = in_language(lang, "I'm Ava, I lead the group.", "Aku Ava, yang mimpin grup ini.")
         return _tagged(s, f"{lead} {team}".strip(), "neutral"), []
     text = in_language(
         lang,

@@ -64,7 +64,8 @@ _TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa der
 _OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
-_CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan")
+_CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
+_STOP = ("stop", "berhenti", "stop gordennya", "setop")
 _HALF = ("halfway", "half", "half way", "setengah", "separuh")
 _QUESTION_START = (
     "is", "are", "was", "were", "what", "what's", "which", "how", "how's", "does", "do", "did", "apakah", "apa",
@@ -141,7 +142,9 @@ def _actions(text: str) -> tuple[Action, ...]:
     speed = _fan_speed(text)
     if speed:
         found.append(Action("fan", speed))
-    if has_any(text, _HALF):
+    if has_any(text, _STOP):
+        found.append(Action("stop", "stop"))
+    elif has_any(text, _HALF):
         found.append(Action("curtain", 50))
     elif has_any(text, _OPEN):
         found.append(Action("curtain", 100 - pct if pct is not None else 0))
@@ -164,9 +167,13 @@ def _actions(text: str) -> tuple[Action, ...]:
     colour = _colour(text, pct)
     if colour is not None:
         found.append(colour)
-    elif not mode and has_any(text, ("warmer", "hangatin", "lebih hangat", "naikin suhu", "naikkan suhu")):
+    elif not mode and has_any(
+        text, ("warmer", "hangatin", "lebih hangat", "naikin suhu", "naikkan suhu", "raise the temperature")
+    ):
         found.append(Action("warmer", 1))
-    elif not mode and has_any(text, ("cooler", "colder", "dinginin", "lebih dingin", "turunin suhu", "turunkan suhu")):
+    elif not mode and has_any(
+        text, ("cooler", "colder", "dinginin", "lebih dingin", "turunin suhu", "turunkan suhu", "lower the temperature")
+    ):
         found.append(Action("cooler", 1))
     if has_any(text, _OFF):
         found.append(Action("power", False))
@@ -218,6 +225,8 @@ def _colour(text: str, pct: int | None) -> Action | None:
 def parse(text: str) -> Ask:
     rooms, rest = _rooms(text)
     kinds = tuple(k for k, words in _KINDS.items() if has_any(rest, words))
+    if not kinds and has_any(text, _TEMPERATURE):
+        kinds = ("kt",)  # "what's the temperature in the bedroom?" is the AC's
     others = tuple(n for n, words in _OTHER_THINGS.items() if has_any(rest, words))
     if "fan" in others and (kinds or _fan_speed(text) or _mode(text)):
         others = tuple(o for o in others if o != "fan")  # "fan speed" is the AC's
@@ -338,12 +347,9 @@ def commands_for(device: dict[str, Any], actions: tuple[Action, ...]) -> list[di
     """The data point commands the actions mean for one device; None when it cannot do them."""
     category, status = device["category"], status_of(device)
     out: dict[str, Any] = {}
-    for action in actions:
-        code_value = _command(category, status, action)
-        if code_value is None:
-            return None
-        out.update(code_value)
-    return [{"code": c, "value": v} for c, v in out.items()]
+    for action in actions:  # words that mean nothing for this device ("lower" for an AC) are skipped
+        out.update(_command(category, status, action) or {})
+    return [{"code": c, "value": v} for c, v in out.items()] or None
 
 
 def _command(category: str, status: dict[str, Any], action: Action) -> dict[str, Any] | None:
@@ -354,6 +360,8 @@ def _command(category: str, status: dict[str, Any], action: Action) -> dict[str,
         return _air(status, what, value)
     if category == "cl" and what == "curtain":
         return {"percent_control": value}
+    if category == "cl" and what == "stop":
+        return {"control": "stop"}
     return None
 
 

@@ -35,7 +35,9 @@ def mine(s: Situation) -> bool:
 def social(s: Situation) -> Reply | None:
     lang, intent = s.lang, intent_of(s.request)
     name = s.agent.capitalize()
-    if intent in ("greeting", "how_are_you") and s.trigger == "human":
+    if intent == "how_are_you" and s.trigger == "human":
+        return in_language(lang, "I'm good, thanks! What do you need?", "Baik, makasih! Ada yang bisa aku bantu?"), []
+    if intent == "greeting" and s.trigger == "human":
         return in_language(lang, f"Hi! {name} here. What do you need?", f"Hai! {name} di sini. Ada apa?"), []
     if intent == "thanks":
         return in_language(lang, "You're welcome!", "Sama-sama!"), []

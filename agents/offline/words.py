@@ -13,7 +13,7 @@ from typing import Literal
 
 Lang = Literal["en", "id"]
 Intent = Literal[
-    "goodbye", "greeting", "how_are_you", "time", "capabilities", "home", "music", "workspace", "thanks", "other"
+    "goodbye", "greeting", "how_are_you", "who", "time", "capabilities", "home", "music", "workspace", "thanks", "other"
 ]
 Topic = Literal["home", "music", "workspace"]
 TOPICS: tuple[Topic, ...] = ("home", "music", "workspace")
@@ -175,6 +175,7 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "bisa ngapain",
         "kalian bisa apa",
     ),
+    "who": ("who are you", "kamu siapa", "siapa kamu", "who's here", "who is here", "siapa aja", "siapa saja"),
     "how_are_you": ("how are you", "how's it going", "how are things", "apa kabar", "gimana kabarmu", "kabarnya"),
     "time": ("what time is it", "what's the time", "jam berapa", "what day is it", "hari apa", "tanggal berapa"),
     "greeting": (
@@ -241,6 +242,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "door",
         "pintu",
         "home status",
+        "everything off",
+        "everything on",
+        "semuanya mati",
+        "semua mati",
         "the house",
         "rumah",
         "bedroom",
@@ -398,7 +403,7 @@ def intent_of(text: str) -> Intent:
     if topics:
         return topics[0]
     intent: Intent
-    for intent in ("capabilities", "time", "how_are_you"):
+    for intent in ("capabilities", "who", "time", "how_are_you"):
         if has_any(text, _PHRASES[intent]):
             return intent
     for intent in ("goodbye", "thanks", "greeting"):
