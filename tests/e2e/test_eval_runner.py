@@ -98,3 +98,29 @@ async def test_the_cli_names_file_line_and_field_of_a_malformed_file(
     assert await _eval(settings, [str(path)], [], False) == 2
     err = capsys.readouterr().err
     assert f"{path}:11: scenarios[0] (wrong-about-silence-and-the-home).turns[0].expect.ava_quiet: unknown key" in err
+
+
+async def test_the_runner_drives_the_gemini_adapter_like_any_model(settings: Settings, tmp_path: Path) -> None:
+    """The same suite runs on the real Gemini adapter (against a fake endpoint): the model
+    is only a port to the runner, so `GEMINI_API_KEY=… avagenc eval` judges Gemini alike."""
+    from agents.gemini import GeminiModel
+    from tests.fakes.gemini_server import FakeGemini, call_part, content_reply, text_reply, usage
+
+    spent = {"usage_metadata": usage(prompt=100, candidates=5), "model_version": None}
+    light = {"device_id": "sbx-light-bedroom", "commands": [{"code": "switch_led", "value": True}]}
+    async with FakeGemini() as fake:
+        fake.script(
+            content_reply([call_part("zee", {"tag": "@zee"})], **spent),  # Ava hands on
+            content_reply([call_part("send_commands", light)], **spent),  # Zee acts
+            text_reply("Done: the bedroom light is on.", **spent),  # Zee reports
+            text_reply("", **spent),  # Ava stays silent in text
+        )
+        gemini = GeminiModel(api_key="k", base_url=fake.base_url, timeout_s=5.0, retries_max=0)
+        try:
+            async with eval_product(settings, model=gemini) as product:
+                result = await run_suite(product, load_suite(write(tmp_path, MUST_FAIL)), only=["wrong-about"])
+        finally:
+            await gemini.aclose()
+    (wrong,) = result.results
+    assert {v.rule: v.failure is None for v in wrong.verdicts} == {"handoffs": True, "ava_silent": False, "home": False}
+    assert "zee: Done: the bedroom light is on." in wrong.transcript
