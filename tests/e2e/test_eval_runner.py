@@ -5,6 +5,7 @@ file, line and field for a malformed file. Runs the whole product on a real Post
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,7 +107,7 @@ async def test_the_runner_drives_the_gemini_adapter_like_any_model(settings: Set
     from agents.gemini import GeminiModel
     from tests.fakes.gemini_server import FakeGemini, call_part, content_reply, text_reply, usage
 
-    spent = {"usage_metadata": usage(prompt=100, candidates=5), "model_version": None}
+    spent: dict[str, Any] = {"usage_metadata": usage(prompt=100, candidates=5), "model_version": None}
     light = {"device_id": "sbx-light-bedroom", "commands": [{"code": "switch_led", "value": True}]}
     async with FakeGemini() as fake:
         fake.script(
