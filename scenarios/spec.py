@@ -139,7 +139,7 @@ class _Reader:
 
 
 _SUITE_KEYS = ("suite", "threshold", "defaults", "scenarios")
-_DEFAULT_KEYS = ("door", "time_zone", "clock", "person")
+_DEFAULT_KEYS = ("door", "time_zone", "clock", "person", "expect")
 _SCENARIO_KEYS = ("name", "about", "door", "time_zone", "clock", "person", "thread", "home", "turns")
 
 
@@ -170,6 +170,9 @@ def _nonblank(value: str) -> str | None:
 
 
 class _SuiteReader(_Reader):
+    # Expectations from `defaults.expect`, added to every turn that has its own.
+    _every_turn: tuple[Expectation, ...] = ()
+
     def suite(self, fallback_name: str) -> Suite:
         top = self.mapping(self.root(), "", _SUITE_KEYS, ("scenarios",))
         name = self.typed(top["suite"], "suite", str, _nonblank) if "suite" in top else fallback_name
@@ -182,7 +185,10 @@ class _SuiteReader(_Reader):
             )
         defaults: dict[str, Any] = {"door": "text", "time_zone": "Asia/Jakarta", "clock": None, "person": "Budi"}
         if "defaults" in top:
-            defaults |= self._setup(self.mapping(top["defaults"], "defaults", _DEFAULT_KEYS), "defaults")
+            keys = self.mapping(top["defaults"], "defaults", _DEFAULT_KEYS)
+            defaults |= self._setup(keys, "defaults")
+            if "expect" in keys:  # judged on every turn that has expectations of its own
+                self._every_turn = self._expectations(keys["expect"], "defaults.expect")
         scenarios = [
             self.scenario(node, f"scenarios[{i}]", defaults)
             for i, node in enumerate(self.sequence(top["scenarios"], "scenarios", SCENARIOS_MAX))
@@ -259,20 +265,25 @@ class _SuiteReader(_Reader):
         return out
 
     def _turn(self, node: yaml.Node, where: str) -> Turn:
-        from scenarios.rules import RULES  # the rules validate their own expected values
-
         keys = self.mapping(node, where, ("say", "expect"), ("say",))
         say = self.typed(keys["say"], f"{where}.say", str, _nonblank)
+        if "expect" not in keys:
+            return Turn(say=say)  # a turn that only sets the scene
+        own = self._expectations(keys["expect"], f"{where}.expect")
+        named = {e.rule for e in own}
+        return Turn(say=say, expect=own + tuple(e for e in self._every_turn if e.rule not in named))
+
+    def _expectations(self, node: yaml.Node, where: str) -> tuple[Expectation, ...]:
+        from scenarios.rules import RULES  # the rules validate their own expected values
+
         expectations: list[Expectation] = []
-        if "expect" in keys:
-            expect = self.mapping(keys["expect"], f"{where}.expect", tuple(RULES))
-            for rule, value_node in expect.items():
-                value = self.value(value_node)
-                problem = RULES[rule].validate(value)
-                if problem:
-                    raise self.fail(value_node, f"{where}.expect.{rule}", problem)
-                expectations.append(Expectation(rule, value, value_node.start_mark.line + 1))
-        return Turn(say=say, expect=tuple(expectations))
+        for rule, value_node in self.mapping(node, where, tuple(RULES)).items():
+            value = self.value(value_node)
+            problem = RULES[rule].validate(value)
+            if problem:
+                raise self.fail(value_node, f"{where}.{rule}", problem)
+            expectations.append(Expectation(rule, value, value_node.start_mark.line + 1))
+        return tuple(expectations)
 
 
 def load_suite(path: Path) -> Suite:

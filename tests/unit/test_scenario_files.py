@@ -109,3 +109,17 @@ def test_the_bundled_suites_read_and_cover_every_rule() -> None:
     assert used == set(RULES), f"rules no bundled scenario uses: {set(RULES) - used}"
     assert any(len(sc.turns) > 1 for sc in starter.scenarios), "multi-turn follow-ups"
     assert {sc.door for sc in starter.scenarios} == {"text", "voice"}
+
+
+def test_default_expectations_join_every_judged_turn_and_yield_to_its_own(tmp_path: Path) -> None:
+    text = GOOD.replace("defaults:\n", "defaults:\n  expect:\n    runs_succeed: true\n    handoffs: []\n")
+    text = text.replace(
+        "    turns:\n", "    turns:\n      - say: hello\n      - say: hi\n        expect:\n          asks: false\n"
+    )
+    (scenario,) = load_suite(write(tmp_path, text)).scenarios
+    hello, hi, light = scenario.turns
+    assert hello.expect == ()
+    assert [e.rule for e in hi.expect] == ["asks", "runs_succeed", "handoffs"]
+    assert {e.rule: e.value for e in light.expect}["handoffs"] == ["zee"], "the turn's own value wins"
+    error = failure(tmp_path, GOOD.replace("defaults:\n", "defaults:\n  expect:\n    runs_succeeded: true\n"))
+    assert (error.line, error.field) == (5, "defaults.expect.runs_succeeded")
