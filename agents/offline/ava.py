@@ -16,7 +16,7 @@ from agents.team import Member
 HANDOFF = {"home": "zee", "music": "yori", "workspace": "rafal"}
 SPECIALISTS = frozenset(HANDOFF.values())
 _MENTION = re.compile(r"(?<![\w@.])@(zee|yori|rafal)(?!\w)", re.IGNORECASE)
-_CANT = ("couldn't", "can't", "cannot", "gagal", "nggak bisa", "gak bisa", "belum bisa", "nggak nemu", "which one")
+_CANT = ("couldn't", "can't", "cannot", "gagal", "nggak bisa", "gak bisa", "belum bisa", "nggak ada", "there's no")
 _TIMED = re.compile(
     r"\b(remind|reminder|ingatkan|ingetin|ingatin|in \d+ (?:minutes?|mins?|hours?)|\d+ menit lagi|tomorrow|besok|"
     r"tonight|nanti malam|at \d{1,2}(?::\d\d)?\s*(?:am|pm)?|jam \d{1,2}(?:[.:]\d\d)?)\b",
@@ -61,8 +61,9 @@ def relay(s: Situation) -> Reply | None:
         first = _in_third_person(name, reply.strip().split("\n")[0].replace("(", "").replace(")", ""))
         if not first:
             first = in_language(s.lang, "It's taken care of.", "Udah beres ya.")
-        failed = any(w in first.lower() for w in _CANT)
-        sentences.append(f"{first} #{'guilty' if failed else 'relieved'}#")
+        low = first.lower()
+        emotion = "thinking" if first.endswith("?") else "guilty" if any(w in low for w in _CANT) else "relieved"
+        sentences.append(f"{first} #{emotion}#")
     return " ".join(sentences[:2]), []
 
 
@@ -134,7 +135,7 @@ def small_talk(s: Situation) -> Reply:
         day, hour, weekday = s.clock
         text = in_language(
             lang,
-            f"It's {hour} on {weekday}, {day}.",
+            f"It's {hour} on {weekday}." if s.voice else f"It's {hour} on {weekday}, {day}.",
             f"Sekarang jam {hour.replace(':', '.')}, hari {_DAYS_ID.get(weekday, weekday)}.",
         )
         return _tagged(s, text, "neutral"), []

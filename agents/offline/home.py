@@ -420,8 +420,8 @@ def _missing(lang: Lang, ask: Ask, devices: list[dict[str, Any]]) -> str:
     seen = join(lang, [label(lang, d) for d in same_kind or devices])
     return in_language(
         lang,
-        f"I can't find a {thing} in your home. I can see {seen}. Which one do you mean?",
-        f"Aku nggak nemu {thing} di rumahmu. Yang ada {seen}. Maksudmu yang mana?",
+        f"There's no {thing} in your home, only {seen}. Which one do you mean?",
+        f"Nggak ada {thing} di rumahmu, adanya {seen}. Maksudmu yang mana?",
     )
 
 
