@@ -142,28 +142,7 @@ def _actions(text: str) -> tuple[Action, ...]:
     speed = _fan_speed(text)
     if speed:
         found.append(Action("fan", speed))
-    if has_any(text, _STOP):
-        found.append(Action("stop", "stop"))
-    elif has_any(text, _HALF):
-        found.append(Action("curtain", 50))
-    elif has_any(text, _OPEN):
-        found.append(Action("curtain", 100 - pct if pct is not None else 0))
-    elif has_any(text, _CLOSE):
-        found.append(Action("curtain", pct if pct is not None else 100))
-    if has_any(text, ("full brightness", "paling terang", "terang banget", "max brightness")):
-        found.append(Action("brightness", 1000))
-    elif pct is not None and has_any(
-        text, ("brightness", "bright", "kecerahan", "dim", "redupin", "redupkan", "terang")
-    ):
-        found.append(Action("brightness", max(10, pct * 10)))
-    elif has_any(text, ("dim", "redupin", "redupkan", "redup", "dim down")):
-        found.append(Action("brightness", 300))
-    elif has_any(text, ("brighter", "terangin", "lebih terang", "terangkan")):
-        found.append(Action("brighter", 200))
-    elif has_any(text, ("dimmer", "lebih redup")):
-        found.append(Action("brighter", -200))
-    if pct is not None and not any(a.what in ("curtain", "brightness") for a in found) and _colour(text, pct) is None:
-        found.append(Action("percent", pct))  # "set the bedroom light to 40%": a light's brightness
+    found += _curtain(text, pct) + _brightness(text, pct, found)
     colour = _colour(text, pct)
     if colour is not None:
         found.append(colour)
@@ -180,6 +159,34 @@ def _actions(text: str) -> tuple[Action, ...]:
     elif has_any(text, _ON):
         found.append(Action("power", True))
     return tuple(found)
+
+
+def _curtain(text: str, pct: int | None) -> list[Action]:
+    if has_any(text, _STOP):
+        return [Action("stop", "stop")]
+    if has_any(text, _HALF):
+        return [Action("curtain", 50)]
+    if has_any(text, _OPEN):
+        return [Action("curtain", 100 - pct if pct is not None else 0)]
+    if has_any(text, _CLOSE):
+        return [Action("curtain", pct if pct is not None else 100)]
+    return []
+
+
+def _brightness(text: str, pct: int | None, found: list[Action]) -> list[Action]:
+    if has_any(text, ("full brightness", "paling terang", "terang banget", "max brightness")):
+        return [Action("brightness", 1000)]
+    if pct is not None and has_any(text, ("brightness", "bright", "kecerahan", "dim", "redupin", "redupkan", "terang")):
+        return [Action("brightness", max(10, pct * 10))]
+    if has_any(text, ("dim", "redupin", "redupkan", "redup", "dim down")):
+        return [Action("brightness", 300)]
+    if has_any(text, ("brighter", "terangin", "lebih terang", "terangkan")):
+        return [Action("brighter", 200)]
+    if has_any(text, ("dimmer", "lebih redup")):
+        return [Action("brighter", -200)]
+    if pct is not None and not any(a.what == "curtain" for a in found + _curtain(text, pct)) and not _colour(text, pct):
+        return [Action("percent", pct)]  # "set the bedroom light to 40%": a light's brightness
+    return []
 
 
 def _mode(text: str) -> str | None:
