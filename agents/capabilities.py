@@ -151,7 +151,8 @@ def render_persona(persona: str, tools: Collection[str]) -> str:
     """A persona or layer as the agent reads it: a line tagged `{tools: a, b}` stays only
     when the agent has every tool named, `{tools: none}` only when it has no tools at all,
     and `{without: a}` only when it lacks them; the tags themselves never reach the model."""
-    return "\n".join(_TAG.sub("", line) for line in persona.splitlines() if _keeps(line, tools)).strip()
+    kept = "\n".join(_TAG.sub("", line) for line in persona.splitlines() if _keeps(line, tools))
+    return re.sub(r"\n{3,}", "\n\n", kept).strip()  # a dropped section leaves no gap
 
 
 def hollow(text: str, specs: Iterable[ToolSpec | str]) -> list[str]:

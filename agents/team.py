@@ -37,7 +37,12 @@ def _member_line(name: str, domain: str, specs: Sequence[ToolSpec], *, lead: boo
     own = [s for s in specs if not (lead and s.name in AGENTS)]
     can = [c.en for c in offered(own)]
     if lead:
-        can.insert(0, "hand work to the specialists")
+        can.insert(
+            0,
+            "hand work to the specialists with their handoff tools ("
+            + ", ".join(s.name for s in specs if s.name in AGENTS)
+            + ")",
+        )
     said = "; ".join(can) if can else "nothing in this domain yet, so say plainly it cannot be done yet"
     names = ", ".join(s.name for s in own) or "none"
     return f"- {AGENTS[name].display_name} ({domain}): {said}. Tools: {names}."
