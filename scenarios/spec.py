@@ -20,7 +20,7 @@ import yaml
 
 from agents import AGENTS, HUMAN, POSTERA, Channel
 
-DOORS = ("text", "voice")
+DOORS = ("text", "voice", "phone")
 AUTHORS = (HUMAN, POSTERA, *AGENTS)
 FILE_CHARS_MAX = 1_000_000
 SCENARIOS_MAX = 1_000
