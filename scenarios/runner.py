@@ -186,7 +186,7 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
                 product=product,
             )
             result.transcript += [f"{m['author']}: {m['text']}" for m in observation.messages]
-            if scenario.door == "voice":
+            if scenario.door != "text":
                 result.transcript.append(f"(spoken raw) {observation.spoken}")
             for expectation in turn.expect:
                 failure = await RULES[expectation.rule].check(observation, expectation.value)
