@@ -4,20 +4,24 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.detached import drain_detached, run_detached
+from chat.detached import cancel_detached, drain_detached, run_detached
 from chat.edge import (
+    HTTP_STATUS,
     BodyLimit,
     on_chat_error,
+    on_domain_error,
     on_http_error,
     on_ledger_error,
     on_unexpected,
     on_validation_error,
     problem,
+    problem_responses,
 )
-from chat.errors import ChatError, Unauthorized
+from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
+from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -26,18 +30,25 @@ from chat.wallet import Wallet
 from chat.wallet_api import build_wallet_router
 
 __all__ = [
+    "HTTP_STATUS",
     "BodyLimit",
     "ChatApi",
     "ChatError",
     "EventHub",
     "EventLog",
+    "EventSink",
     "LocalTokens",
     "Message",
     "People",
+    "PeopleStore",
     "Person",
+    "PostgresEvents",
     "Run",
+    "RunStore",
     "Runs",
+    "ThreadStore",
     "Threads",
+    "TimeZoneInvalid",
     "TokenVerifier",
     "TurnResult",
     "Turns",
@@ -45,15 +56,18 @@ __all__ = [
     "Wallet",
     "build_router",
     "build_wallet_router",
+    "cancel_detached",
     "drain_detached",
     "mentions",
     "on_chat_error",
+    "on_domain_error",
     "on_http_error",
     "on_ledger_error",
     "on_unexpected",
     "on_validation_error",
     "parse_zone",
     "problem",
+    "problem_responses",
     "route",
     "run_detached",
 ]

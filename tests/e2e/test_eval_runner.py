@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agents import ModelResponse, ScriptedModel
-from main import _eval, eval_product
+from cli import _eval
+from main import eval_product
 from scenarios import load_suite, render, rule_rates, run_suite
 from settings import Settings
 
