@@ -108,7 +108,7 @@ def test_the_bundled_suites_read_and_cover_every_rule() -> None:
     used = {e.rule for s in suites for sc in s.scenarios for t in sc.turns for e in t.expect}
     assert used == set(RULES), f"rules no bundled scenario uses: {set(RULES) - used}"
     assert any(len(sc.turns) > 1 for sc in starter.scenarios), "multi-turn follow-ups"
-    assert {sc.door for sc in starter.scenarios} == {"text", "voice"}
+    assert {sc.door for sc in starter.scenarios} == {"text", "voice", "phone"}
 
 
 def test_default_expectations_join_every_judged_turn_and_yield_to_its_own(tmp_path: Path) -> None:
