@@ -20,10 +20,12 @@ from chat.edge import (
 from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
+from chat.integrations_api import build_integrations_router
 from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
+from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
 from chat.turns import TurnResult, Turns
 from chat.wallet import Wallet
@@ -37,6 +39,7 @@ __all__ = [
     "EventHub",
     "EventLog",
     "EventSink",
+    "KeepableStr",
     "LocalTokens",
     "Message",
     "People",
@@ -54,6 +57,7 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_integrations_router",
     "build_router",
     "build_wallet_router",
     "cancel_detached",

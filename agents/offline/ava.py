@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from agents.capabilities import CAPABILITIES
+from agents.offline.answers import asked_by, owner_of
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.words import Lang, in_language, intent_of, is_follow_up, join, topics_of
 from agents.team import Member
@@ -37,6 +38,8 @@ def wanted(s: Situation) -> list[str]:
         return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
     if not topics and not named and s.previous_request and is_follow_up(s.request):
         topics = topics_of(s.previous_request)[-1:]
+    if not topics and not named and (owner := owner_of(s.request)) is not None:
+        return [owner]  # a request the specialist's own rules recognise ("skip this one")
     return list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
 
 
@@ -47,6 +50,14 @@ def hand_on(s: Situation) -> Reply | None:
         if name not in handed and name in s.tools:
             return "", [call(name, {"tag": f"@{name}"})]
     return None
+
+
+def answer_back(s: Situation) -> Reply | None:
+    """A short yes or no to a specialist's question ("shall I send it?") goes back to it."""
+    asker = asked_by(s)
+    if asker is None or asker not in s.tools or any(name == asker for name, _ in s.results):
+        return None
+    return "", [call(asker, {"tag": f"@{asker}"})]
 
 
 def relay(s: Situation) -> Reply | None:

@@ -244,10 +244,12 @@ def _cannot(lang: Lang, device: dict[str, Any]) -> str:
     )
 
 
-def _sentence(lang: Lang, pairs: list[str], *, done: bool) -> str:
+def _sentence(lang: Lang, pairs: list[str], *, done: bool, sandbox: bool = False) -> str:
     body = join(lang, pairs)
     if done:
-        return in_language(lang, f"Done: {body}.", f"Beres, {body} ya.")
+        # The person always knows when it was the sandbox home (no brackets: Ava may speak this).
+        where = in_language(lang, " in your sandbox home", " di rumah sandbox-mu") if sandbox else ""
+        return in_language(lang, f"Done: {body}{where}.", f"Beres, {body}{where} ya.")
     return body[:1].upper() + body[1:] + "."
 
 
@@ -278,7 +280,8 @@ def home(s: Situation) -> Reply | None:
             return in_language(lang, f"I couldn't change that: {reason}", f"Maaf, gagal aku ubah: {reason}"), []
         applied = [(d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown) for d, cmds, shown in chosen.sends]
         read = [(d, status_of(d), shown) for d, shown in chosen.reads]
-        return _sentence(lang, _state_pairs(lang, applied + read), done=True), []
+        sandbox = listing.get("account") == "sandbox"
+        return _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox), []
     if chosen.sends:
         calls = [
             FunctionCall(id=f"offline_send_{i}", name="send_commands", args={"device_id": d["id"], "commands": list(c)})

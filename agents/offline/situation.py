@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agents.model import FunctionCall, ModelRequest
 from agents.offline.words import Lang, detect_language
@@ -17,6 +19,7 @@ from agents.team import Member, read_team
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d) ([^\]]+)\] (.*)$", re.DOTALL)
 _NOW = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \((\w+)\)")
+_NOW_ZONED = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \(\w+\) \(([^)]+)\)")
 NOTE_AUTHOR = "Ava (note to self)"
 _AGENT_NAMES = {a.display_name for a in AGENTS.values()} | {NOTE_AUTHOR}
 
@@ -46,6 +49,7 @@ class Situation:
     team: tuple[Member, ...] = ()  # what each member can do (the lead's team layer)
     # The person's local clock as the session layer states it: ("2026-11-30", "09:00", "Monday").
     clock: tuple[str, str, str] | None = None
+    local_now: datetime | None = None  # the same clock, aware, in the person's zone
 
     def _human_lines(self) -> list[Line]:
         return [
@@ -106,6 +110,7 @@ def read_situation(request: ModelRequest) -> Situation:
             if match:
                 lines.append(Line(match.group(2), match.group(3)))
     return Situation(
+        local_now=_local_now(system),
         agent=agent if agent in AGENTS else "ava",
         lead="[ROLE: LEAD]" in system,
         voice="[CHANNEL: VOICE]" in system,
@@ -116,6 +121,16 @@ def read_situation(request: ModelRequest) -> Situation:
         team=tuple(read_team(system)),
         clock=(now_match.group(1)[:10], now_match.group(1)[11:], now_match.group(2)) if now_match else None,
     )
+
+
+def _local_now(system: str) -> datetime | None:
+    match = _NOW_ZONED.search(system)
+    if not match:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=ZoneInfo(match.group(2)))
+    except (ValueError, KeyError):
+        return None
 
 
 def call(name: str, args: dict[str, Any]) -> FunctionCall:

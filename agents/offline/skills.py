@@ -7,14 +7,17 @@ domain keeps its intents in its own module and plugs in here with one line: wake
 
 from __future__ import annotations
 
-from agents.offline.ava import hand_on, later, relay, small_talk
+from agents.offline.ava import answer_back, hand_on, later, relay, small_talk
 from agents.offline.home import home
+from agents.offline.mail import mail_turn
+from agents.offline.music import music_turn
 from agents.offline.situation import Reply, Situation, Skill
-from agents.offline.specialists import elsewhere, not_yet, silent_if_answered, social
+from agents.offline.specialists import elsewhere, not_yet, own_part, silent_if_answered, social
 
 # Ava: timed work; hand on to the next specialist asked for; once all answered, relay or
 # stay silent; anything else is small talk.
 LEAD: tuple[Skill, ...] = (
+    answer_back,
     later,
     hand_on,
     relay,
@@ -23,8 +26,8 @@ LEAD: tuple[Skill, ...] = (
 # Each specialist's own domain skills, tried after the silence check.
 DOMAIN_SKILLS: dict[str, tuple[Skill, ...]] = {
     "zee": (home,),
-    "yori": (),
-    "rafal": (),
+    "yori": (music_turn,),
+    "rafal": (mail_turn,),
 }
 
 # Every specialist, after its domain: small talk, other domains to Ava, then "not yet".
@@ -40,7 +43,10 @@ def lead_turn(s: Situation) -> Reply:
 
 
 def specialist_turn(s: Situation) -> Reply:
-    for skill in (silent_if_answered, *DOMAIN_SKILLS.get(s.agent, ()), *COMMON):
+    if (silent := silent_if_answered(s)) is not None:
+        return silent
+    s = own_part(s)  # each specialist reads only the part of the request meant for it
+    for skill in (*DOMAIN_SKILLS.get(s.agent, ()), *COMMON):
         reply = skill(s)
         if reply is not None:
             return reply

@@ -4,8 +4,10 @@ plainly that it cannot do something yet when it has no tool for it."""
 
 from __future__ import annotations
 
-from agents.offline.situation import Reply, Situation
-from agents.offline.words import in_language, intent_of, is_follow_up, topics_of
+from dataclasses import replace
+
+from agents.offline.situation import Line, Reply, Situation
+from agents.offline.words import clauses, in_language, intent_of, is_follow_up, topic_of, topics_of
 
 DOMAIN = {"zee": "home", "yori": "music", "rafal": "workspace"}
 # What a specialist says when asked for its domain's work and no tool can do it yet.
@@ -17,6 +19,24 @@ _NOT_YET = {
     "workspace": ("I can't open your email, calendar or contacts yet: nothing is connected here.",
                   "Maaf, aku belum bisa buka email, kalender, atau kontakmu: belum ada yang tersambung di sini."),
 }  # fmt: skip
+
+
+def own_part(s: Situation) -> Situation:
+    """The situation with the latest request cut to this agent's clauses: of "play some jazz
+    and turn on the light", Yori reads only "play some jazz" (a clause with no topic of its
+    own, "and set it to 20", belongs with the one before)."""
+    domain, current, kept, topics = DOMAIN.get(s.agent), None, [], set()
+    for clause in clauses(s.request):
+        current = topic_of(clause) or current
+        topics.add(current)
+        if current == domain:
+            kept.append(clause)
+    if len(topics - {None}) < 2 or not kept:
+        return s
+    last = max(i for i, line in enumerate(s.lines) if line.by_human)
+    lines = list(s.lines)
+    lines[last] = Line(lines[last].author, " and ".join(kept))
+    return replace(s, lines=tuple(lines))
 
 
 def silent_if_answered(s: Situation) -> Reply | None:

@@ -9,11 +9,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import AGENTS, CAPABILITIES, SandboxHome, Session, ToolSpec, compose, hollow, promised, render_persona
-from main import build_toolbox
+from agents import AGENTS, CAPABILITIES, Session, ToolSpec, compose, hollow, promised, render_persona
+from tests.fakes.toolbox import described_toolbox
 
 # Describing tools does no I/O, so the home needs no pool here.
-TEAM = build_toolbox(home=SandboxHome(None)).team()  # type: ignore[arg-type]
+TEAM = described_toolbox().team()
 EVERY_TOOL = [spec for specs in TEAM.values() for spec in specs]
 
 
@@ -49,7 +49,7 @@ def test_the_team_layer_is_built_from_the_registered_tools() -> None:
     session = Session(now=datetime(2026, 11, 30, 2, tzinfo=UTC), time_zone=ZoneInfo("Asia/Jakarta"))
     text = compose(agent=AGENTS["ava"], channel="text", trigger="human", session=session, team=TEAM)
     team = text.split("[TEAM]", 1)[1].split("\n\n", 1)[0]
-    assert "Tools: list_devices, device_status, send_commands." in team
+    assert "Tools: list_devices, device_status, send_commands" in team
     for name in ("yori", "rafal"):
         line = next(line for line in team.splitlines() if line.startswith(f"- {name.capitalize()} "))
         assert line.endswith("Tools: none.") == (not TEAM[name]), line
@@ -80,13 +80,15 @@ def test_every_capability_recognises_its_own_wording(capability: object) -> None
 
 
 async def test_the_team_description_grows_true_as_tools_land() -> None:
-    """Register a music tool for Yori (named as another engineer might) and a wake tool for
-    Ava: the team layer, the offline greeting and Yori's persona follow, nothing hard-coded."""
-    from agents import Content, ModelRequest, OfflineModel, Tool
+    """From a team with only Ava's handoffs, register a music tool for Yori (named as another
+    engineer might) and a wake tool for Ava: the team layer, the offline greeting and Yori's
+    persona follow, nothing hard-coded."""
+    from agents import Content, ModelRequest, OfflineModel, Tool, Toolbox, handoff_tools
     from agents.team import read_team
     from agents.tools import object_schema
 
-    toolbox = build_toolbox(home=SandboxHome(None))  # type: ignore[arg-type]
+    toolbox = Toolbox()
+    toolbox.register("ava", lambda context: handoff_tools(context.delegate))  # type: ignore[arg-type]
 
     async def nothing(_: dict[str, object]) -> dict[str, object]:
         return {}
@@ -105,7 +107,7 @@ async def test_the_team_description_grows_true_as_tools_land() -> None:
     request = ModelRequest("offline-1", system, (Content("user", "[2026-11-30 09:00 Budi] hi"),), tuple(team["ava"]))
     greeting = (await OfflineModel().generate(request=request)).text
     assert "Yori can play your music" in greeting and "I can remind you of things later" in greeting
-    assert "Rafal is not connected" in greeting
+    assert "Zee and Rafal are not connected" in greeting
     assert hollow(greeting, [s for specs in team.values() for s in specs]) == []
     yori = compose(agent=AGENTS["yori"], channel="text", trigger="ava", session=session, team=team)
     assert "No music tools are connected" not in yori
