@@ -10,6 +10,7 @@ import re
 
 from agents.capabilities import CAPABILITIES
 from agents.offline.answers import asked_by, owner_of
+from agents.offline.asks import is_question
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.words import Lang, in_language, intent_of, is_follow_up, join, topics_of
 from agents.team import Member
@@ -87,9 +88,11 @@ def _in_third_person(name: str, text: str) -> str:
 
 def later(s: Situation) -> Reply | None:
     """Work for a later time: without wake tools Ava cannot keep it, and says so."""
-    if "schedule_wake" in s.tools or not _TIMED.search(s.request):
-        return None
-    if not topics_of(s.request) and not re.search(r"remind|ingatkan|ingetin|ingatin", s.request, re.I):
+    if "schedule_wake" in s.tools or not _TIMED.search(s.request) or is_question(s.request):
+        return None  # "what's on my calendar tomorrow?" asks now about later: not later work
+    reminder = re.search(r"remind|ingatkan|ingetin|ingatin", s.request, re.I)
+    # A calendar event's time is data for Rafal, not work to do later ("add dinner on Friday at 7").
+    if not reminder and not {"home", "music"} & set(topics_of(s.request)):
         return None
     text = in_language(
         s.lang,

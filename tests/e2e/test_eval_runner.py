@@ -71,7 +71,9 @@ async def test_a_scenario_that_must_fail_fails_with_the_rule_named(settings: Set
     assert "FAIL wrong-about-silence-and-the-home" in report
     assert "[ava_silent] turn 1" in report and "Ava should have answered but stayed silent" in report
     assert "[home] turn 1" in report and "sbx-light-bedroom.switch_led: False -> True" in report
-    assert "zee: Done: the bedroom light is on." in report, "a failed scenario shows its transcript"
+    assert "zee: Done: the bedroom light is on in your sandbox home." in report, (
+        "a failed scenario shows its transcript"
+    )
     assert "result: BELOW THRESHOLD" in report
 
 
