@@ -27,7 +27,7 @@ import secrets
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -45,10 +45,12 @@ from agents import (
     Model,
     OfflineModel,
     RunContext,
+    SandboxHome,
     Specialists,
     TokenCipher,
     Tool,
     Toolbox,
+    ToolSpec,
     VendorCredentials,
     build_specialists,
     handoff_tools,
@@ -107,6 +109,7 @@ from reminders import (
     Wake,
     Woken,
 )
+from scenarios import RecordingModel, ScenarioClock
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -436,6 +439,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
+    toolbox: Toolbox
     reminders: ReminderParts | None = None
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
@@ -503,8 +507,8 @@ def build_turns(
     runs: Runs,
     wallet: Wallet,
     model: Model,
-    specialists: Specialists,
-    reminders: Reminders | None = None,
+    toolbox: Toolbox,
+    clock: Callable[[], datetime] | None = None,
 ) -> Turns:
     return Turns(
         threads=threads,
@@ -512,9 +516,11 @@ def build_turns(
         wallet=wallet,
         model=model,
         model_name=settings.model_for if not isinstance(model, OfflineModel) else (lambda _: "offline-1"),
-        toolbox=build_toolbox(specialists=specialists, reminders=reminders),
+        toolbox=toolbox,
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
+        # The agents' "now"; a scenario run (avagenc eval) sets its own.
+        clock=clock or (lambda: datetime.now(UTC)),
     )
 
 
@@ -607,6 +613,7 @@ async def bootstrap(
     model: Model | None = None,
     migrate_first: bool = True,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     dsn, embedded = await build_database(settings, stack)
@@ -617,17 +624,10 @@ async def bootstrap(
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
-    ledger, wallet = build_ledger(settings, pool, runs)
     reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
-    turns = build_turns(
-        settings,
-        threads=threads,
-        runs=runs,
-        wallet=wallet,
-        model=chosen,
-        specialists=specialists,
-        reminders=reminder_parts.reminders,
-    )
+    toolbox = build_toolbox(specialists=specialists, reminders=reminder_parts.reminders)
+    ledger, wallet = build_ledger(settings, pool, runs)
+    turns = build_turns(settings, threads=threads, runs=runs, wallet=wallet, model=chosen, toolbox=toolbox, clock=clock)
     # Turns and charges that outlived their requests finish before the hub and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = await build_event_hub(dsn, stack)
@@ -665,6 +665,7 @@ async def bootstrap(
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
+        toolbox=toolbox,
         reminders=reminder_parts,
         embedded=embedded,
         adapters=adapters,
@@ -779,9 +780,50 @@ def build_app(services: Services) -> FastAPI:
 
 @contextlib.asynccontextmanager
 async def running(
-    settings: Settings, *, model: Model | None = None, vendor_transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
-    """Services and app for one process's lifetime (used by the server, tests and benchmarks)."""
+    """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
-        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport)
+        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport, clock=clock)
         yield services, build_app(services)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalProduct:
+    """The product as a scenario run drives it (scenarios.Product)."""
+
+    turns: Turns
+    people: People
+    threads: Threads
+    runs: Runs
+    wallet: Wallet
+    home: SandboxHome
+    model: RecordingModel
+    clock: ScenarioClock
+    team: dict[str, tuple[ToolSpec, ...]]  # what every agent can do in this deployment
+
+
+@contextlib.asynccontextmanager
+async def eval_product(settings: Settings, *, model: Model | None = None) -> AsyncIterator[EvalProduct]:
+    """The whole product on the configured model (or the one given), with a clock each
+    scenario sets and a recorder that keeps the raw replies the thread never stores."""
+    clock = ScenarioClock()
+    async with contextlib.AsyncExitStack() as stack:
+        recording = RecordingModel(build_model(settings, stack, model))
+        quiet = settings.model_copy(update={"voice_preload": False})  # no call is placed
+        async with running(quiet, model=recording, clock=clock.now) as (services, _):
+            yield EvalProduct(
+                services.turns,
+                services.people,
+                services.threads,
+                services.runs,
+                services.wallet,
+                SandboxHome(services.pool),
+                recording,
+                clock,
+                services.toolbox.team(),
+            )

@@ -5,6 +5,7 @@ Other domains import only what is listed here. The Gemini adapter is imported by
 composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
+from agents.capabilities import CAPABILITIES, Capability, hollow, promised, provides, render_persona
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
@@ -52,6 +53,7 @@ from agents.zee.tuya import TuyaHome
 __all__ = [
     "AGENTS",
     "AVA",
+    "CAPABILITIES",
     "DESCRIBING",
     "EMOTIONS",
     "GOOGLE",
@@ -63,6 +65,7 @@ __all__ = [
     "Account",
     "AgentError",
     "AgentSpec",
+    "Capability",
     "Channel",
     "Command",
     "Connections",
@@ -119,8 +122,12 @@ __all__ = [
     "compose",
     "detect_language",
     "handoff_tools",
+    "hollow",
     "parse_spoken",
+    "promised",
+    "provides",
     "rafal_tools",
+    "render_persona",
     "run_agent",
     "to_contents",
     "window",

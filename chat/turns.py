@@ -146,6 +146,7 @@ class Turns:
         history_tokens_max: int,
         thread_wait_s: float,
         limits: RunLimits | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._threads = threads
         self._runs = runs
@@ -156,6 +157,8 @@ class Turns:
         self._history_tokens_max = history_tokens_max
         self._thread_wait_s = thread_wait_s
         self._limits = limits or RunLimits()
+        # The person's "now" as the agents read it; a scenario run (avagenc eval) sets its own.
+        self._clock = clock
 
     async def post(
         self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
@@ -288,8 +291,8 @@ class Turns:
         failure. A run stopped at an empty wallet fails, yet still says why."""
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
         history, previous_at = await self._history(turn, pinned)
-        session = Session(now=datetime.now(UTC), time_zone=turn.zone, previous_message_at=previous_at)
-        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session)
+        session = Session(now=self._clock(), time_zone=turn.zone, previous_message_at=previous_at)
+        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
         contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
         try:
             outcome = await run_agent(

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 
 from agents.model import Content, FunctionCall, ModelRequest, ModelResponse, Usage
-from agents.offline.ava import ava_turn
 from agents.offline.situation import read_situation
-from agents.offline.specialists import specialist_turn
+from agents.offline.skills import lead_turn, specialist_turn
 
 MODEL_NAME = "offline-1"
 
@@ -29,7 +28,7 @@ def _content_text(content: Content) -> str:
 class OfflineModel:
     async def generate(self, *, request: ModelRequest) -> ModelResponse:
         situation = read_situation(request)
-        text, calls = ava_turn(situation) if situation.lead else specialist_turn(situation)
+        text, calls = lead_turn(situation) if situation.lead else specialist_turn(situation)
         return ModelResponse(text=text, calls=tuple(calls), usage=_usage(request, text, calls), model=MODEL_NAME)
 
 
