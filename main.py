@@ -26,17 +26,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from agents import Model, OfflineModel, RunContext, SandboxHome, Tool, Toolbox, handoff_tools, zee_tools
+from agents import (
+    Knowledge,
+    LocalKnowledge,
+    Model,
+    OfflineModel,
+    RuleExtractor,
+    RunContext,
+    SandboxHome,
+    Tool,
+    Toolbox,
+    handoff_tools,
+    recall_tools,
+    session_facts,
+    zee_tools,
+)
 from chat import (
     BodyLimit,
     ChatApi,
     ChatError,
     EventHub,
     EventLog,
+    FactLookup,
+    Forgetting,
+    Learning,
     LocalTokens,
     People,
     Person,
@@ -44,9 +61,11 @@ from chat import (
     Threads,
     Turns,
     Wallet,
+    build_knowledge_router,
     build_router,
     build_wallet_router,
     drain_detached,
+    no_wakes,
     on_chat_error,
     on_http_error,
     on_ledger_error,
@@ -119,7 +138,65 @@ def choose_model(settings: Settings) -> Model:
     return OfflineModel()
 
 
-def build_toolbox(*, home: SandboxHome) -> Toolbox:
+@dataclass
+class KnowledgeParts:
+    """Semantic memory as this process runs it: the port, the ingestion worker, the session lookup."""
+
+    knowledge: Knowledge
+    learning: Learning
+    adapter: str
+    closers: list[Any] = field(default_factory=list)
+
+    @property
+    def facts(self) -> FactLookup:
+        async def lookup(*, person_id: str, text: str) -> list[str]:
+            return await session_facts(self.knowledge, person_id=person_id, text=text)
+
+        return lookup
+
+    async def close(self) -> None:
+        await self.learning.stop()
+        for close in self.closers:
+            await close()
+
+
+def build_knowledge(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> KnowledgeParts:
+    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules without."""
+    closers: list[Any] = []
+    knowledge: Knowledge
+    if settings.zep_api_key is not None:
+        from agents.knowledge.zep import ZepKnowledge  # the SDK loads only when it is used
+
+        zep = ZepKnowledge(
+            api_key=settings.zep_api_key.get_secret_value(),
+            base_url=settings.zep_base_url,
+            timeout_s=settings.zep_timeout_s,
+        )
+        knowledge, adapter = zep, "ZepKnowledge"
+        closers.append(zep.aclose)
+    elif settings.gemini_api_key is not None:
+        from agents.knowledge.gemini import GeminiExtractor
+
+        extractor = GeminiExtractor(
+            api_key=settings.gemini_api_key.get_secret_value(),
+            model=settings.gemini_model_knowledge or settings.gemini_model,
+            timeout_s=settings.gemini_timeout_s,
+        )
+        knowledge, adapter = LocalKnowledge(pool, extractor=extractor), "LocalKnowledge + GeminiExtractor"
+        closers.append(extractor.aclose)
+    else:
+        knowledge, adapter = LocalKnowledge(pool, extractor=RuleExtractor()), "LocalKnowledge + RuleExtractor"
+    learning = Learning(
+        pool=pool,
+        dsn=dsn,
+        knowledge=knowledge,
+        batch_max=settings.knowledge_batch_max,
+        poll_s=settings.knowledge_poll_s,
+    )
+    return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter, closers=closers)
+
+
+def build_toolbox(*, home: SandboxHome, knowledge: Knowledge | None = None) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
 
@@ -128,6 +205,11 @@ def build_toolbox(*, home: SandboxHome) -> Toolbox:
         return handoff_tools(context.delegate)
 
     toolbox.register("ava", handoffs)
+    if knowledge is not None:
+        memory = knowledge
+        toolbox.register(
+            "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
+        )
     toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
     return toolbox
 
@@ -149,6 +231,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
+    knowledge: KnowledgeParts
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
 
@@ -158,6 +241,7 @@ class Services:
         # requests finish before the pool closes.
         await end_webrtc_calls()
         await drain_detached(timeout_s=30)
+        await self.knowledge.close()
         await self.hub.stop()
         await self.lock_pool.close()
         await self.pool.close()
@@ -201,6 +285,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
+        knowledge = build_knowledge(settings, pool=pool, dsn=dsn)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -215,9 +300,10 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home),
+            toolbox=build_toolbox(home=home, knowledge=knowledge.knowledge),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
+            facts=knowledge.facts,
         )
         hub = EventHub(dsn)
         await hub.start()
@@ -240,6 +326,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         "smart_home": type(home).__name__,
         "identity": "LocalTokens",
         "speech": speech,
+        "knowledge": knowledge.adapter,
     }
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
@@ -259,7 +346,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
-    return Services(
+    services = Services(
         settings=settings,
         dsn=dsn,
         pool=pool,
@@ -273,9 +360,26 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
+        knowledge=knowledge,
         embedded=embedded,
         adapters=adapters,
     )
+    await knowledge.learning.start()
+    return services
+
+
+def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
+    """GET /v1/knowledge and forget me (DELETE), which also settles and cancels what it must."""
+    forgetting = Forgetting(
+        pool=services.pool,
+        threads=services.threads,
+        learning=services.knowledge.learning,
+        knowledge=services.knowledge.knowledge,
+        cancel_wakes=no_wakes,  # reminders' cancel_pending plugs in here when it lands
+        settle=services.wallet.settle_uncharged,
+        wait_s=services.settings.thread_wait_s,
+    )
+    return build_knowledge_router(api, knowledge=services.knowledge.knowledge, forgetting=forgetting)
 
 
 def build_app(services: Services) -> FastAPI:
@@ -300,6 +404,7 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_router(api))
     admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
+    app.include_router(build_knowledge_routes(services, api))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)

@@ -10,6 +10,18 @@ from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
+from agents.knowledge import (
+    Fact,
+    Forgotten,
+    Graph,
+    Knowledge,
+    KnowledgeError,
+    KnowledgeMessage,
+    LocalKnowledge,
+    RuleExtractor,
+    recall_tools,
+    session_facts,
+)
 from agents.model import (
     Content,
     FunctionCall,
@@ -48,8 +60,15 @@ __all__ = [
     "Content",
     "Delegate",
     "Device",
+    "Fact",
+    "Forgotten",
     "FunctionCall",
     "FunctionResult",
+    "Graph",
+    "Knowledge",
+    "KnowledgeError",
+    "KnowledgeMessage",
+    "LocalKnowledge",
     "Model",
     "ModelError",
     "ModelRejected",
@@ -57,6 +76,7 @@ __all__ = [
     "ModelResponse",
     "ModelUnavailable",
     "OfflineModel",
+    "RuleExtractor",
     "RunContext",
     "RunLimitExceeded",
     "RunLimits",
@@ -79,7 +99,9 @@ __all__ = [
     "compose",
     "handoff_tools",
     "parse_spoken",
+    "recall_tools",
     "run_agent",
+    "session_facts",
     "to_contents",
     "window",
     "zee_tools",

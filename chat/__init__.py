@@ -16,12 +16,15 @@ from chat.edge import (
 )
 from chat.errors import ChatError, Unauthorized
 from chat.events import EventHub, EventLog
+from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
+from chat.knowledge_api import build_knowledge_router
+from chat.learning import Learning
 from chat.people import People, Person
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
-from chat.turns import TurnResult, Turns
+from chat.turns import FactLookup, TurnResult, Turns
 from chat.wallet import Wallet
 from chat.wallet_api import build_wallet_router
 
@@ -29,10 +32,15 @@ __all__ = [
     "BodyLimit",
     "ChatApi",
     "ChatError",
+    "Erased",
     "EventHub",
     "EventLog",
+    "FactLookup",
+    "Forgetting",
+    "Learning",
     "LocalTokens",
     "Message",
+    "PendingWakes",
     "People",
     "Person",
     "Run",
@@ -43,10 +51,12 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_knowledge_router",
     "build_router",
     "build_wallet_router",
     "drain_detached",
     "mentions",
+    "no_wakes",
     "on_chat_error",
     "on_http_error",
     "on_ledger_error",

@@ -9,6 +9,7 @@ import json
 
 from agents.model import Content, FunctionCall, ModelRequest, ModelResponse, Usage
 from agents.offline.ava import ava_turn
+from agents.offline.memory import memory_turn
 from agents.offline.situation import read_situation
 from agents.offline.specialists import specialist_turn
 
@@ -29,7 +30,11 @@ def _content_text(content: Content) -> str:
 class OfflineModel:
     async def generate(self, *, request: ModelRequest) -> ModelResponse:
         situation = read_situation(request)
-        text, calls = ava_turn(situation) if situation.lead else specialist_turn(situation)
+        remembered = memory_turn(situation, frozenset(t.name for t in request.tools))
+        if remembered is not None:
+            text, calls = remembered
+        else:
+            text, calls = ava_turn(situation) if situation.lead else specialist_turn(situation)
         return ModelResponse(text=text, calls=tuple(calls), usage=_usage(request, text, calls), model=MODEL_NAME)
 
 
