@@ -1,0 +1,89 @@
+"""The rule extractor: each statement it knows, in English and Indonesian, and what it
+must never read as a statement (questions, pronouns, small talk)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agents.knowledge import Claim, KnowledgeMessage, read_claims
+from agents.knowledge.local import tsquery
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def claims(*texts: str, author: str = "human", known: tuple[Claim, ...] = ()) -> list[Claim]:
+    messages = [KnowledgeMessage(f"m{i}", i, author, text, NOW) for i, text in enumerate(texts, start=1)]
+    return read_claims(person_name="Budi", messages=messages, known=known)
+
+
+def summary(found: list[Claim]) -> list[tuple[str, str, str, str | None]]:
+    return [(c.relation, c.object.name, c.object.type, c.slot) for c in found]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my favourite food is rendang", ("favourite", "rendang", "food", "favourite:food")),
+        ("Rendang is my favorite food!", ("favourite", "Rendang", "food", "favourite:food")),
+        ("makanan favoritku adalah rendang", ("favourite", "rendang", "food", "favourite:food")),
+        ("my favourite band is Dewa 19", ("favourite", "Dewa 19", "thing", "favourite:band")),
+        ("I really love sushi", ("likes", "sushi", "food", "taste:sushi")),
+        ("I don't like durian", ("dislikes", "durian", "food", "taste:durian")),
+        ("aku suka banget bakso", ("likes", "bakso", "food", "taste:bakso")),
+        ("aku nggak suka durian", ("dislikes", "durian", "food", "taste:durian")),
+        ("I live in Bandung now", ("lives_in", "Bandung", "place", "lives_in")),
+        ("aku tinggal di Jakarta Selatan", ("lives_in", "Jakarta Selatan", "place", "lives_in")),
+        ("I work at Gojek", ("works_at", "Gojek", "organisation", "works_at")),
+        ("aku kerja di Tokopedia", ("works_at", "Tokopedia", "organisation", "works_at")),
+        ("I'm allergic to peanuts", ("allergic_to", "peanuts", "food", None)),
+        ("aku alergi udang", ("allergic_to", "udang", "food", None)),
+        ("my birthday is on 12 March", ("birthday", "12 March", "event", "birthday")),
+        ("ulang tahunku tanggal 5 Mei", ("birthday", "5 Mei", "event", "birthday")),
+        ("My wife is Sari", ("wife", "Sari", "person", "relation:wife")),
+        ("istriku namanya Sari", ("wife", "Sari", "person", "relation:wife")),
+        ("my sister Rina is visiting", ("sister", "Rina", "person", None)),
+    ],
+)
+def test_statements(text: str, expected: tuple[str, str, str, str | None]) -> None:
+    assert summary(claims(text)) == [expected]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what's my favourite food?",
+        "makanan favoritku apa?",
+        "do I like durian?",
+        "I like it",
+        "I love you",
+        "hi",
+        "turn on the bedroom light",
+        "my wife is tired",
+    ],
+)
+def test_not_statements(text: str) -> None:
+    assert claims(text) == []
+
+
+def test_only_the_persons_own_words_count() -> None:
+    assert claims("my favourite food is rendang", author="ava") == []
+
+
+def test_switching_replaces_the_favourite_in_the_same_slot() -> None:
+    found = claims("my favourite food is rendang", "I've switched to soto, actually")
+    assert summary(found) == [
+        ("favourite", "rendang", "food", "favourite:food"),
+        ("favourite", "soto", "food", "favourite:food"),
+    ]
+    assert found[1].text == "Budi's favourite food is soto"
+    indonesian = claims("aku udah ganti ke soto", known=(found[0],))
+    assert summary(indonesian) == [("favourite", "soto", "food", "favourite:food")]
+
+
+def test_search_words_drop_question_words_and_fold_indonesian_suffixes() -> None:
+    assert tsquery("what's my favourite food?") == "favourite:* | food:*"
+    assert tsquery("makanan favoritku apa?") == "food:* | favourite:*"
+    assert tsquery("what do you know about me?") == ""
+    assert tsquery("what should I eat tonight") == "eat:*"
