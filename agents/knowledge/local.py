@@ -89,10 +89,19 @@ _KNOWN_SQL = f"""
 SELECT {_FACT_COLUMNS} {_FACT_JOINS}
 WHERE f.person_id = $1 AND f.invalid_at IS NULL ORDER BY f.valid_at DESC LIMIT $2
 """
+# The newest matching facts, then their names: the limit applies before the joins. The
+# planner walks the newest-first index when matches are common and the GIN index when
+# they are rare; either way it stops at the limit.
 _SEARCH_SQL = f"""
-SELECT {_FACT_COLUMNS}, ts_rank(f.search, q) AS rank {_FACT_JOINS}, to_tsquery('simple', $2) q
-WHERE f.person_id = $1 AND f.invalid_at IS NULL AND f.search @@ q
-ORDER BY rank DESC, f.valid_at DESC LIMIT $3
+WITH hits AS (
+    SELECT * FROM knowledge_facts
+    WHERE person_id = $1 AND invalid_at IS NULL AND search @@ to_tsquery('simple', $2) AND NOT (id = ANY ($4::text[]))
+    ORDER BY valid_at DESC LIMIT $3
+)
+SELECT {_FACT_COLUMNS} FROM hits f
+JOIN knowledge_entities s ON s.id = f.subject_id
+JOIN knowledge_entities o ON o.id = f.object_id
+ORDER BY f.valid_at DESC
 """
 _NODES_SQL = """
 SELECT id, name, type, is_self, created_at FROM knowledge_entities
@@ -150,15 +159,20 @@ def _terms(claim: Claim, subject: str) -> str:
     return " ".join(w for w in words if w)
 
 
-def tsquery(text: str) -> str:
-    """A prefix OR-query of the meaningful words in `text` ('' when there are none)."""
-    words = []
+def query_words(text: str) -> list[str]:
+    """The meaningful words of `text`, folded, as search prefixes."""
+    words: list[str] = []
     for raw in re.findall(r"[^\W_]+", text[:QUERY_CHARS_MAX].casefold()):
         word = raw[:-2] if len(raw) > 5 and raw.endswith(("ku", "mu")) else raw  # favoritku -> favorit
         word = _QUERY_ALIASES.get(word, word)
         if len(word) > 1 and word not in _STOPWORDS and word not in words:
             words.append(word)
-    return " | ".join(f"{w}:*" for w in words[:_QUERY_WORDS_MAX])
+    return [f"{w}:*" for w in words[:_QUERY_WORDS_MAX]]
+
+
+def tsquery(text: str) -> str:
+    """A prefix OR-query of the meaningful words in `text` ('' when there are none)."""
+    return " | ".join(query_words(text))
 
 
 def _fact(row: asyncpg.Record) -> Fact:
@@ -197,9 +211,12 @@ class LocalKnowledge:
             person_name=person_name, messages=messages, known=[_known(r) for r in rows]
         )
         said_at = {m.id: m.created_at for m in messages}
-        for claim in claims:
-            if claim.message_id in said_at:
-                await self._apply(person_id, person_name, claim, said_at[claim.message_id])
+        # One transaction per batch: one commit instead of one per fact, and a batch that
+        # fails halfway leaves nothing behind, to be retried whole.
+        async with self._pool.acquire() as conn, conn.transaction():
+            for claim in claims:
+                if claim.message_id in said_at:
+                    await self._apply(conn, person_id, person_name, claim, said_at[claim.message_id])
 
     async def _entity(self, conn: _Conn, person_id: str, person_name: str, mention: Mention) -> str:
         if mention.is_self:
@@ -211,43 +228,46 @@ class LocalKnowledge:
             )
         return str(value)
 
-    async def _apply(self, person_id: str, person_name: str, claim: Claim, said_at: datetime) -> None:
-        async with self._pool.acquire() as conn, conn.transaction():
-            subject_id = await self._entity(conn, person_id, person_name, claim.subject)
-            object_id = await self._entity(conn, person_id, person_name, claim.object)
-            key = (person_id, subject_id, claim.relation, object_id)
-            if await conn.fetchval(_SEEN_SQL, *key, claim.message_id):
-                return  # this message was ingested before
-            current = (
-                await conn.fetchrow(_SLOT_SQL, subject_id, claim.slot)
-                if claim.slot
-                else await conn.fetchrow(_SAME_SQL, *key)
-            )
-            if current is not None and (current["relation"], current["object_id"]) == (claim.relation, object_id):
-                await conn.execute(_ADD_SOURCE_SQL, current["id"], claim.message_id)
-                return
-            if current is not None:
-                await conn.execute(_INVALIDATE_SQL, current["id"], said_at)
-            subject_name = person_name if claim.subject.is_self else claim.subject.name
-            await conn.execute(
-                _INSERT_SQL,
-                f"fct_{secrets.token_hex(8)}",
-                *key,
-                claim.text[:400],
-                claim.slot,
-                said_at,
-                claim.message_id,
-                _terms(claim, subject_name),
-            )
+    async def _apply(self, conn: _Conn, person_id: str, person_name: str, claim: Claim, said_at: datetime) -> None:
+        """Write one claim: find or create its entities, then add, confirm or supersede."""
+        subject_id = await self._entity(conn, person_id, person_name, claim.subject)
+        object_id = await self._entity(conn, person_id, person_name, claim.object)
+        key = (person_id, subject_id, claim.relation, object_id)
+        if await conn.fetchval(_SEEN_SQL, *key, claim.message_id):
+            return  # this message was ingested before
+        current = (
+            await conn.fetchrow(_SLOT_SQL, subject_id, claim.slot)
+            if claim.slot
+            else await conn.fetchrow(_SAME_SQL, *key)
+        )
+        if current is not None and (current["relation"], current["object_id"]) == (claim.relation, object_id):
+            await conn.execute(_ADD_SOURCE_SQL, current["id"], claim.message_id)
+            return
+        if current is not None:
+            await conn.execute(_INVALIDATE_SQL, current["id"], said_at)
+        subject_name = person_name if claim.subject.is_self else claim.subject.name
+        await conn.execute(
+            _INSERT_SQL,
+            f"fct_{secrets.token_hex(8)}",
+            *key,
+            claim.text[:400],
+            claim.slot,
+            said_at,
+            claim.message_id,
+            _terms(claim, subject_name),
+        )
 
     async def search(self, *, person_id: str, text: str, limit: int = 10) -> list[Fact]:
+        """Facts with every word of the text first, then facts with any; newest first in each."""
         limit = max(1, min(limit, SEARCH_LIMIT_MAX))
-        query = tsquery(text)
-        if not query:
-            rows = await self._pool.fetch(_KNOWN_SQL, person_id, limit)
-        else:
-            rows = await self._pool.fetch(_SEARCH_SQL, person_id, query, limit)
-        return [_fact(r) for r in rows]
+        words = query_words(text)
+        if not words:
+            return [_fact(r) for r in await self._pool.fetch(_KNOWN_SQL, person_id, limit)]
+        found = await self._pool.fetch(_SEARCH_SQL, person_id, " & ".join(words), limit, [])
+        if len(words) > 1 and len(found) < limit:
+            seen = [r["id"] for r in found]
+            found += await self._pool.fetch(_SEARCH_SQL, person_id, " | ".join(words), limit - len(found), seen)
+        return [_fact(r) for r in found]
 
     async def graph(self, *, person_id: str) -> Graph:
         nodes = await self._pool.fetch(_NODES_SQL, person_id, GRAPH_NODES_MAX)

@@ -39,7 +39,12 @@ CREATE TABLE knowledge_facts (
     created_at   TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     CHECK (invalid_at IS NULL OR invalid_at >= valid_at)
 );
-CREATE INDEX knowledge_facts_search ON knowledge_facts USING gin (search);
+-- fastupdate off: new facts go straight into the index instead of a pending list that
+-- every search would scan until the next vacuum (tens of milliseconds at 10,000 facts).
+-- Ingestion runs in the background, so it pays the small insert cost instead of search.
+-- Only facts still true are searched, so only they are indexed.
+CREATE INDEX knowledge_facts_search ON knowledge_facts USING gin (search) WITH (fastupdate = off)
+    WHERE invalid_at IS NULL;
 CREATE INDEX knowledge_facts_person_valid ON knowledge_facts (person_id, valid_at DESC) WHERE invalid_at IS NULL;
 CREATE INDEX knowledge_facts_person ON knowledge_facts (person_id, subject_id, relation, object_id);
 -- At most one valid fact per slot of a subject: the invariant contradiction relies on.
