@@ -24,3 +24,4 @@ migrate: install
 
 bench: install
 	.venv/bin/python -m bench.turn_overhead
+	.venv/bin/python -m bench.knowledge_search
