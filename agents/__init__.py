@@ -11,6 +11,7 @@ from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
 from agents.knowledge import (
+    RECALL,
     Fact,
     Forgotten,
     Graph,
@@ -52,6 +53,7 @@ __all__ = [
     "EMOTIONS",
     "HUMAN",
     "POSTERA",
+    "RECALL",
     "SPECIALISTS",
     "AgentError",
     "AgentSpec",
