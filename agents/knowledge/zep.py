@@ -165,6 +165,16 @@ class ZepKnowledge:
     async def ingest(self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]) -> None:
         if not messages:
             return
+        try:
+            await self._add(person_id, person_name, messages)
+        except KnowledgeError as exc:
+            if not isinstance(exc.__cause__, NotFoundError):
+                raise
+            # Forgotten (by another process) since we cached where the person lives: start anew.
+            self._people.pop(person_id, None)
+            await self._add(person_id, person_name, messages)
+
+    async def _add(self, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]) -> None:
         person = await self._user(person_id, person_name)
         assert person is not None
         thread = await self._thread(person)

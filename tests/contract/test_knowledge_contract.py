@@ -92,3 +92,12 @@ async def test_forgetting_one_person_leaves_the_others(knowledge: Knowledge) -> 
     kept = await knowledge.graph(person_id="usr_e")
     assert [e.text for e in kept.edges] == ["Sari works at Tokopedia"]
     assert (await knowledge.forget(person_id="usr_nobody")).edges == 0
+
+
+async def test_a_forgotten_person_is_learned_anew(knowledge: Knowledge) -> None:
+    await knowledge.ingest(person_id="usr_f", person_name="Budi", messages=[said("I live in Bandung", minutes=0)])
+    await knowledge.forget(person_id="usr_f")
+    await knowledge.ingest(person_id="usr_f", person_name="Budi", messages=[said("I live in Depok", minutes=9)])
+    graph = await knowledge.graph(person_id="usr_f")
+    assert [e.text for e in graph.edges] == ["Budi lives in Depok"]
+    assert all(e.valid for e in graph.edges)

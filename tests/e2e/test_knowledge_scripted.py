@@ -36,6 +36,6 @@ async def test_relevant_facts_reach_the_session_layer(app: App, scripted: Script
     await app.say(headers, "the weather is nice")
     food, weather = scripted.requests[-2].system, scripted.requests[-1].system
     session = food.split("[SESSION]")[1]
-    assert "What you know about the person:\n- Budi's favourite food is rendang (since " in session
+    assert "never recite it):\n- Budi's favourite food is rendang (since " in session
     assert "Gojek" not in session  # only what bears on the message
     assert "What you know about the person" not in weather
