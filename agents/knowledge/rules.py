@@ -196,6 +196,10 @@ _ALLERGY = [
     _f(r"\bi have an? (?P<obj>.+?) allergy\b"),
     _f(rf"\b{_ME_ID} (?:punya )?alergi(?: sama| terhadap| dengan)? (?P<obj>.+)"),
 ]
+_BIRTHDAY_OF = [
+    _f(rf"^{_NAME}'s birthday is (?:on )?(?P<obj>.+)"),
+    _f(rf"\bulang tahun(?:nya)? {_NAME} (?:tanggal |tgl |pada |itu )?(?P<obj>.+)"),
+]
 _BIRTHDAY = [
     _f(r"\bmy birthday is (?:on )?(?P<obj>.+)"),
     _f(r"\bi was born on (?P<obj>.+)"),
@@ -225,6 +229,13 @@ def _clean(raw: str) -> str | None:
     if words[0].lower() in _NOT_OBJECTS or words[0].lower() in ("to", "being", "when"):
         return None
     return text
+
+
+def _name_in(caught: str) -> str:
+    """The capitalised words a name pattern caught (the patterns ignore case); '' if none."""
+    words = caught.split()
+    name = " ".join(words[: next((i for i, w in enumerate(words) if not w[0].isupper()), len(words))])
+    return "" if not name or name.split()[0].lower() in _NOT_NAMES | {"my", "i"} else name
 
 
 def _food_or(text: str, otherwise: EntityType) -> EntityType:
@@ -257,11 +268,13 @@ class _Reader:
     ) -> None:
         self.claims.append(Claim(message_id, subject, relation, obj, text, slot))
 
-    def _latest_favourite(self) -> Claim | None:
-        for claim in reversed(self._known + self.claims):
-            if claim.relation == "favourite" and claim.subject.is_self:
-                return claim
-        return None
+    def _latest_favourite(self, obj: str) -> Claim | None:
+        """The favourite a switch to `obj` replaces: the latest of the same kind if `obj`
+        is a known food, else the latest favourite of any kind."""
+        favourites = [c for c in self._known + self.claims if c.relation == "favourite" and c.subject.is_self]
+        if _food_or(obj, "thing") == "food":
+            favourites = [c for c in favourites if c.object.type == "food"] or favourites
+        return favourites[-1] if favourites else None
 
     def read(self, message: KnowledgeMessage) -> None:
         for found in _CLAUSE.finditer(message.text.replace("\u2019", "'")):
@@ -289,7 +302,7 @@ class _Reader:
         for pattern in _SWITCH:
             match = pattern.search(clause)
             if match and (obj := _clean(match.group("obj"))):
-                earlier = self._latest_favourite()
+                earlier = self._latest_favourite(obj)
                 if earlier is None or earlier.slot is None:
                     text = f"{self.name} prefers {obj}"
                     self._claim(message_id, "prefers", Mention(obj, _food_or(obj, "preference")), text, None)
@@ -333,6 +346,14 @@ class _Reader:
                 text = f"{self.name} is allergic to {obj}"
                 self._claim(message_id, "allergic_to", Mention(obj, _food_or(obj, "thing")), text, None)
                 return True
+        for pattern in _BIRTHDAY_OF:
+            match = pattern.search(clause)
+            if match and (name := _name_in(match.group("name"))) and (obj := _clean(match.group("obj"))):
+                subject = Mention(name, "person")
+                self._claim(
+                    message_id, "birthday", Mention(obj, "event"), f"{name}'s birthday is {obj}", "birthday", subject
+                )
+                return True
         for pattern in _BIRTHDAY:
             match = pattern.search(clause)
             if match and (obj := _clean(match.group("obj"))):
@@ -346,10 +367,8 @@ class _Reader:
             match = pattern.search(clause)
             if not match:
                 continue
-            # The pattern ignores case; a name is the capitalised words only.
-            words = match.group("name").split()
-            name = " ".join(words[: next((i for i, w in enumerate(words) if not w[0].isupper()), len(words))])
-            if not name or name.split()[0].lower() in _NOT_NAMES:
+            name = _name_in(match.group("name"))
+            if not name:
                 continue
             rel = match.group("rel").lower()
             relation = _RELATIONS.get(rel, rel)

@@ -58,6 +58,39 @@ _FAVOURITE = re.compile(r"\b(?:favou?rite|favorit(?:ku|mu)?|kesukaan(?:ku)?)\b",
 _CATEGORY_NEAR = re.compile(
     r"\b(food|drink|song|film|movie|place|colou?r|book|makanan|minuman|lagu|tempat|warna|buku)\b", re.IGNORECASE
 )
+# Questions about one part of the person's life, and what to look up for each.
+_TOPICS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("where do i live", "where i live", "tinggal di mana", "tinggal dimana", "rumahku di mana"), "lives"),
+    (("where do i work", "where i work", "kerja di mana", "kerja dimana", "kantorku di mana"), "works"),
+    (("allergic", "allergies", "allergy", "alergi", "alergiku"), "allergic"),
+    (("birthday", "ulang tahunku", "ultahku"), "birthday"),
+)
+_RELATION_ASKED = re.compile(
+    r"\b(?:who is|who's|siapa(?: nama)?) (?:my )?(wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|"
+    r"father|dad|boss|best friend|istri|suami|pacar|adik|kakak|ibu|ayah|bos|sahabat)(?:ku)?\b",
+    re.IGNORECASE,
+)
+_RELATIONS_ID = {
+    "istri": "wife",
+    "suami": "husband",
+    "pacar": "partner",
+    "adik": "sibling",
+    "kakak": "sibling",
+    "ibu": "mother",
+    "ayah": "father",
+    "bos": "boss",
+    "sahabat": "best friend",
+    "mom": "mother",
+    "dad": "father",
+}
+_SAY_ID = {
+    "lives_in": "kamu tinggal di {obj}",
+    "works_at": "kamu kerja di {obj}",
+    "allergic_to": "kamu alergi {obj}",
+    "likes": "kamu suka {obj}",
+    "dislikes": "kamu nggak suka {obj}",
+    "birthday": "ulang tahunmu {obj}",
+}
 _QUESTION = re.compile(r"\?\s*$|^(what|who|where|when|which|do you|apa|siapa|kapan)\b", re.IGNORECASE)
 
 
@@ -71,12 +104,36 @@ def _query(request: str) -> str | None:
         return "favourite food"
     if has_any(request, _ABOUT_ME):
         return ""
-    if _QUESTION.search(request.strip()) and _FAVOURITE.search(request):
+    if not _QUESTION.search(request.strip()):
+        return None
+    if _FAVOURITE.search(request):
         category = _CATEGORY_NEAR.search(request)
         return "favourite " + (
             _CATEGORIES.get(category.group(1).lower(), category.group(1).lower()) if category else ""
         )
-    return None
+    for cues, query in _TOPICS:
+        if has_any(request, cues):
+            return query
+    relation = _RELATION_ASKED.search(request)
+    return _RELATIONS_ID.get(relation.group(1).lower(), relation.group(1).lower()) if relation else None
+
+
+def _indonesian(fact: dict[str, Any], name: str) -> str | None:
+    """The fact in Indonesian, second person, for the relations Ava knows how to say."""
+    text, obj, relation = str(fact["text"]), str(fact["object"]), str(fact["relation"])
+    if not text.startswith(name):
+        return None
+    if relation == "favourite":
+        category = re.search(r"favourite (.+) is ", text)
+        label = _CATEGORIES_ID.get(category.group(1), category.group(1)) if category else ""
+        return f"{label} favoritmu {obj}".strip()
+    template = _SAY_ID.get(relation)
+    return template.format(obj=obj) if template else None
+
+
+def _say(fact: dict[str, Any], name: str, lang: Lang) -> str:
+    said = _indonesian(fact, name) if lang == "id" else None
+    return said or _second_person(str(fact["text"]), name)
 
 
 def _second_person(text: str, name: str) -> str:
@@ -111,7 +168,16 @@ def _answer(s: Situation, result: dict[str, Any]) -> str:
                 return _pick(lang, f"How about {obj}? It's your favourite.", f"Gimana kalau {obj}? Itu favoritmu.")
             label = _CATEGORIES_ID.get(category, category)
             return _pick(lang, f"Your favourite {category} is {obj}.", f"{label.capitalize()} favoritmu {obj}.")
-    said = "; ".join(_second_person(str(f["text"]), name) for f in facts[:_FACTS_SPOKEN_MAX])
+        if category:
+            label = _CATEGORIES_ID.get(category, category)
+            return _pick(
+                lang,
+                f"I don't know your favourite {category} yet. Tell me and I'll remember.",
+                f"Aku belum tahu {label} favoritmu. Cerita ke aku ya, nanti aku ingat.",
+            )
+    said = "; ".join(_say(f, name, lang) for f in facts[:_FACTS_SPOKEN_MAX])
+    if query:  # a question about one thing: just the answer
+        return said[0].upper() + said[1:] + "."
     return _pick(lang, f"Here's what I know: {said}.", f"Yang aku tahu: {said}.")
 
 
@@ -124,12 +190,16 @@ def memory_turn(s: Situation, tool_names: frozenset[str]) -> tuple[str, list[Fun
     """Ava's move when the latest message is about what she knows of the person; else None."""
     if _RECALL not in tool_names or not s.lead or s.trigger != "human":
         return None
-    if any(name != _RECALL for name, _ in s.results) or intent_of(s.request) in ("home", "music", "workspace"):
+    query = _query(s.request)
+    # A question about the person wins over a topic word in it ("what's my favourite song?");
+    # anything else about the home, music or work is the specialists'.
+    if any(name != _RECALL for name, _ in s.results) or (
+        query is None and intent_of(s.request) in ("home", "music", "workspace")
+    ):
         return None
     result = s.last_result(_RECALL)
     if result is not None:
         return _voiced(s, _answer(s, result)), []
-    query = _query(s.request)
     if query is not None:
         return "", [call(_RECALL, {"query": query})]
     if intent_of(s.request) == "other" and _states_a_fact(s):

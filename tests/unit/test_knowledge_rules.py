@@ -67,6 +67,23 @@ def test_not_statements(text: str) -> None:
     assert claims(text) == []
 
 
+def test_other_peoples_birthdays_belong_to_them() -> None:
+    for text, date in (("Sari's birthday is on 5 May", "5 May"), ("ulang tahun Sari tanggal 5 Mei", "5 Mei")):
+        (claim,) = claims(text)
+        assert (claim.subject.name, claim.subject.is_self, claim.relation, claim.object.name) == (
+            "Sari",
+            False,
+            "birthday",
+            date,
+        )
+        assert claim.text == f"Sari's birthday is {date}"
+
+
+def test_a_switch_to_a_food_replaces_the_food_favourite() -> None:
+    found = claims("my favourite food is rendang. My favourite song is Yellow. I've switched to soto")
+    assert [c.slot for c in found] == ["favourite:food", "favourite:song", "favourite:food"]
+
+
 def test_only_the_persons_own_words_count() -> None:
     assert claims("my favourite food is rendang", author="ava") == []
 

@@ -66,6 +66,25 @@ async def test_answers_come_from_what_recall_returned(question: str, answer: str
     assert await reply(ask(question, recall=KNOWN)) == (answer, [])
 
 
+@pytest.mark.parametrize(
+    ("question", "query", "answer"),
+    [
+        ("where do I live?", "lives", "You live in Bandung."),
+        ("aku tinggal di mana?", "lives", "Kamu tinggal di Bandung."),
+        ("kamu tahu apa tentang aku?", "", "Yang aku tahu: makanan favoritmu soto; kamu tinggal di Bandung."),
+        (
+            "what's my favourite song?",
+            "favourite song",
+            "I don't know your favourite song yet. Tell me and I'll remember.",
+        ),
+    ],
+)
+async def test_other_questions_about_the_person(question: str, query: str, answer: str) -> None:
+    assert await reply(ask(question)) == ("", [("recall", {"query": query})])
+    found = {"person": "Budi", "facts": KNOWN["facts"][1:]} if query == "lives" else KNOWN
+    assert await reply(ask(question, recall=found)) == (answer, [])
+
+
 async def test_an_empty_recall_is_admitted_and_a_call_gets_an_emotion() -> None:
     text, _ = await reply(ask("what's my favourite food?", recall={"person": "Budi", "facts": []}, channel="voice"))
     assert text == "I don't know that about you yet. Tell me and I'll remember. #affectionate#"
