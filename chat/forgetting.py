@@ -99,7 +99,6 @@ class Forgetting:
                 **thread,
                 "knowledge_nodes": graph.nodes,
                 "knowledge_edges": graph.edges,
-                **graph.extra,
                 "wake_notes": wakes,
             }
         )

@@ -2,8 +2,9 @@
 
 A background worker hands each person's new messages, in `seq` order and in bounded
 batches, to the `Knowledge` port, then moves the person's durable cursor past them. It
-wakes on the thread's own NOTIFY (every message writes an event) and also polls, so a
-missed notification costs only latency, and a backlog left by a crash or a restart is
+wakes on the thread's own NOTIFY (every message writes an event, and the notification
+names the person, so only that person is read) and also polls everyone with a backlog,
+at start and every `poll_s`, so a missed notification costs only latency, and a backlog left by a crash or a restart is
 simply the distance between the thread's `last_seq` and the cursor. A turn never waits
 for it: the person's message is written before any run starts, so it is learned whether
 the run that followed succeeded or failed.
@@ -52,6 +53,7 @@ _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('knowledge:' || $1, 0)
 
 _PEOPLE_PER_ROUND = 100
 _ROUNDS_MAX = 1_000
+_DUE_MAX = 10_000
 
 
 class Learning:
@@ -82,6 +84,9 @@ class Learning:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._failing = False
+        # People named by notifications since the worker last looked (bounded: past the
+        # bound, the next full pass finds them anyway).
+        self._due: set[str] = set()
 
     async def start(self) -> None:
         self._tasks = [
@@ -142,8 +147,8 @@ class Learning:
 
     async def _ingest_batch(self, conn: Conn, person_id: str) -> int:
         state = await conn.fetchrow(_CURSOR_SQL, person_id)
-        if state is None:
-            return 0
+        if state is None or state["last_seq"] >= state["thread_seq"]:
+            return 0  # no such person, or nothing new
         rows = await conn.fetch(_MESSAGES_SQL, person_id, state["last_seq"], self._batch_max)
         if not rows:
             # Nothing to read below the thread's counter (its messages are gone).
@@ -165,17 +170,38 @@ class Learning:
         return len(messages)
 
     async def _work(self) -> None:
+        """Drain the people a notification named; everyone with a backlog at start and every poll."""
+        loop = asyncio.get_running_loop()
+        full_at = loop.time()
         while True:
             self._wake.clear()
+            due, self._due = self._due, set()
             try:
-                await self.drain()
-                delay = self._retry_s if self._failing else self._poll_s
+                if loop.time() >= full_at:
+                    await self.drain()
+                    full_at = loop.time() + (self._retry_s if self._failing else self._poll_s)
+                else:
+                    for person_id in sorted(due):
+                        await self._drain_one(person_id)
+                    if self._failing:
+                        full_at = min(full_at, loop.time() + self._retry_s)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("learning paused: %s", type(exc).__name__)
-                delay = self._retry_s
+                full_at = loop.time() + self._retry_s
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
+                async with asyncio.timeout(max(0.0, full_at - loop.time())):
                     await self._wake.wait()
+
+    async def _drain_one(self, person_id: str) -> None:
+        self._failing = False
+        for _ in range(_ROUNDS_MAX):
+            if not await self._drain_person(person_id):
+                return
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        if len(self._due) < _DUE_MAX:
+            self._due.add(str(payload))
+        self._wake.set()
 
     async def _listen(self) -> None:
         """Wake the worker on every thread event (one LISTEN connection per process)."""
@@ -185,7 +211,7 @@ class Learning:
                 conn = await asyncpg.connect(self._dsn)
                 lost = asyncio.Event()
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, lambda *_: self._wake.set())
+                await conn.add_listener(CHANNEL, self._on_notify)
                 self._wake.set()  # something may have been written while we were not listening
                 await lost.wait()
             except (OSError, asyncpg.PostgresError) as exc:

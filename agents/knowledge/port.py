@@ -10,7 +10,7 @@ dataclasses, never a vendor's types.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -100,7 +100,6 @@ class Forgotten:
 
     nodes: int = 0
     edges: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class Knowledge(Protocol):
