@@ -21,7 +21,7 @@ import logging
 import secrets
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,7 +145,7 @@ class KnowledgeParts:
     knowledge: Knowledge
     learning: Learning
     adapter: str
-    closers: list[Any] = field(default_factory=list)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @property
     def facts(self) -> FactLookup:
@@ -162,7 +162,7 @@ class KnowledgeParts:
 
 def build_knowledge(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> KnowledgeParts:
     """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules without."""
-    closers: list[Any] = []
+    closers: list[Callable[[], Awaitable[None]]] = []
     knowledge: Knowledge
     if settings.zep_api_key is not None:
         from agents.knowledge.zep import ZepKnowledge  # the SDK loads only when it is used
