@@ -1,14 +1,16 @@
 """`LocalKnowledge`: the product's default semantic memory, a temporal graph in PostgreSQL.
 
-Ingesting asks the extractor for claims and writes each in its own transaction: both
-entities are found or created, and a claim whose slot already holds a different valid
-fact closes that fact (`invalid_at` = when the new one was said) before adding its own.
-A claim repeated later adds its message to the existing fact. Re-ingesting a message
-changes nothing, so an ingestion retried after a crash is harmless.
+Ingesting asks the extractor for claims (showing it the facts still true) and writes a
+batch's claims in one transaction: both entities are found or created, and a claim whose
+slot already holds a different valid fact closes that fact (`invalid_at` = when the new
+one was said) before adding its own. A claim repeated later adds its message to the
+existing fact. Re-ingesting a message changes nothing, so an ingestion retried after a
+crash is harmless.
 
-Search is PostgreSQL full-text search over each fact's terms (its sentence, names,
+Search is PostgreSQL full-text search over each valid fact's terms (its sentence, names,
 relation and synonyms in English and Indonesian), matching word prefixes so "makan"
-finds "makanan" and "favourite" finds "favourites".
+finds "makanan" and "favourite" finds "favourites": facts holding every meaningful word
+of the query first, then facts holding any, newest first within each.
 """
 
 from __future__ import annotations

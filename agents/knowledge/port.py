@@ -110,8 +110,8 @@ class Knowledge(Protocol):
         ...
 
     async def search(self, *, person_id: str, text: str, limit: int = 10) -> list[Fact]:
-        """Facts relevant to `text`, valid ones first, most relevant first. An empty text
-        asks for what is known in general (the newest valid facts)."""
+        """Facts still true that are relevant to `text`, most relevant first. A text with
+        nothing to search for asks for what is known in general (the newest facts)."""
         ...
 
     async def graph(self, *, person_id: str) -> Graph:
