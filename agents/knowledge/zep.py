@@ -45,6 +45,8 @@ PAGE_SIZE = 100  # Zep's maximum
 # The graph endpoint reads at most this many pages of nodes and of edges.
 PAGES_MAX = 20
 _MESSAGE_CHARS_MAX = 4_000
+# Where each person's Zep user and thread are, remembered for at most this many people.
+_PEOPLE_CACHED_MAX = 10_000
 _LABEL_TYPES: dict[str, EntityType] = {
     "person": "person",
     "user": "person",
@@ -148,6 +150,9 @@ class ZepKnowledge:
                     lambda: self._client.user.create(user_id=person_id, first_name=person_name or None)
                 )
             assert user.uuid_, "Zep answered a user without a uuid"
+            if len(self._people) >= _PEOPLE_CACHED_MAX:
+                self._people.clear()  # a lookup is cheap; unbounded memory is not
+                self._locks = {person_id: self._locks[person_id]}
             person = self._people[person_id] = _Person(user_uuid=user.uuid_)
             return person
 
