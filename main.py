@@ -160,11 +160,16 @@ class KnowledgeParts:
             await close()
 
 
-def build_knowledge(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> KnowledgeParts:
-    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules without."""
+def build_knowledge(
+    settings: Settings, *, pool: asyncpg.Pool, dsn: str, chosen: Knowledge | None = None
+) -> KnowledgeParts:
+    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules without.
+    `chosen` (tests) serves the port instead."""
     closers: list[Callable[[], Awaitable[None]]] = []
     knowledge: Knowledge
-    if settings.zep_api_key is not None:
+    if chosen is not None:
+        knowledge, adapter = chosen, type(chosen).__name__
+    elif settings.zep_api_key is not None:
         from agents.knowledge.zep import ZepKnowledge  # the SDK loads only when it is used
 
         zep = ZepKnowledge(
@@ -275,7 +280,9 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     return failed
 
 
-async def start_services(settings: Settings, *, model: Model | None = None, migrate_first: bool = True) -> Services:
+async def start_services(
+    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None, migrate_first: bool = True
+) -> Services:
     dsn, embedded = await database_url(settings)
     pool = await create_pool(dsn, size_max=settings.database_pool_max)
     lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
@@ -285,7 +292,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
         chosen = model or choose_model(settings)
         home = SandboxHome(pool)
-        knowledge = build_knowledge(settings, pool=pool, dsn=dsn)
+        memory = build_knowledge(settings, pool=pool, dsn=dsn, chosen=knowledge)
         ledger = PostgresLedger(pool)
         wallet = Wallet(
             ledger=ledger,
@@ -300,10 +307,10 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
             wallet=wallet,
             model=chosen,
             model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home, knowledge=knowledge.knowledge),
+            toolbox=build_toolbox(home=home, knowledge=memory.knowledge),
             history_tokens_max=settings.history_tokens_max,
             thread_wait_s=settings.thread_wait_s,
-            facts=knowledge.facts,
+            facts=memory.facts,
         )
         hub = EventHub(dsn)
         await hub.start()
@@ -326,7 +333,7 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         "smart_home": type(home).__name__,
         "identity": "LocalTokens",
         "speech": speech,
-        "knowledge": knowledge.adapter,
+        "knowledge": memory.adapter,
     }
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
@@ -360,11 +367,11 @@ async def start_services(settings: Settings, *, model: Model | None = None, migr
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
-        knowledge=knowledge,
+        knowledge=memory,
         embedded=embedded,
         adapters=adapters,
     )
-    await knowledge.learning.start()
+    await memory.learning.start()
     return services
 
 
@@ -378,8 +385,14 @@ def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
         cancel_wakes=no_wakes,  # reminders' cancel_pending plugs in here when it lands
         settle=services.wallet.settle_uncharged,
         wait_s=services.settings.thread_wait_s,
+        timeout_s=services.settings.knowledge_timeout_s,
     )
-    return build_knowledge_router(api, knowledge=services.knowledge.knowledge, forgetting=forgetting)
+    return build_knowledge_router(
+        api,
+        knowledge=services.knowledge.knowledge,
+        forgetting=forgetting,
+        timeout_s=services.settings.knowledge_timeout_s,
+    )
 
 
 def build_app(services: Services) -> FastAPI:
@@ -572,9 +585,11 @@ def cli(argv: Sequence[str] | None = None) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings, *, model: Model | None = None) -> AsyncIterator[tuple[Services, FastAPI]]:
+async def running(
+    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None
+) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by tests and benchmarks)."""
-    services = await start_services(settings, model=model)
+    services = await start_services(settings, model=model, knowledge=knowledge)
     try:
         yield services, build_app(services)
     finally:

@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     # Messages per ingestion batch, and how often the worker looks for a backlog anyway.
     knowledge_batch_max: int = Field(default=50, ge=1, le=500)
     knowledge_poll_s: float = Field(default=30.0, gt=0)
+    # How long GET /v1/knowledge and forget me wait for the memory service (then 503).
+    knowledge_timeout_s: float = Field(default=15.0, gt=0)
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""

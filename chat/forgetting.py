@@ -2,8 +2,8 @@
 
 The erasure holds the person's thread (no turn can write meanwhile) and keeps the
 learning worker away from them (no batch read before can write facts back after). The
-graph and the wake notes go first, because they live behind ports that may fail; the
-thread goes last, in one transaction, so a failure leaves the thread whole and the
+graph and the wake notes go first, because they live behind ports that may fail (or not
+answer: they get `timeout_s`); the thread goes last, in one transaction, so a failure leaves the thread whole and the
 request can simply be retried. The thread's counter restarts, so the next message opens
 a fresh thread.
 
@@ -13,6 +13,7 @@ and their receipts) is a ledger's record and is never erased; the answer says so
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -75,6 +76,7 @@ class Forgetting:
         cancel_wakes: PendingWakes = no_wakes,
         settle: Callable[[], Awaitable[int]] | None = None,
         wait_s: float,
+        timeout_s: float,
     ) -> None:
         self._pool = pool
         self._threads = threads
@@ -83,14 +85,18 @@ class Forgetting:
         self._cancel_wakes = cancel_wakes
         self._settle = settle
         self._wait_s = wait_s
+        self._timeout_s = timeout_s
 
     async def forget(self, person_id: str) -> Erased:
         async with (
             self._threads.turn(person_id, wait_s=self._wait_s),
-            self._learning.holding(person_id, wait_s=self._wait_s),
+            # A batch being learned (at most its own timeout) is waited for, within bounds.
+            self._learning.holding(person_id, wait_s=min(self._wait_s, self._timeout_s)),
         ):
-            graph = await self._knowledge.forget(person_id=person_id)
-            wakes = await self._cancel_wakes(person_id)
+            # Bounded: the person's thread is held meanwhile. A timeout erases nothing more.
+            async with asyncio.timeout(self._timeout_s):
+                graph = await self._knowledge.forget(person_id=person_id)
+                wakes = await self._cancel_wakes(person_id)
             if self._settle is not None:
                 await self._settle()  # every completed model call is charged before its record goes
             thread = await self._erase_thread(person_id)

@@ -5,6 +5,7 @@ what is true now and what used to be. `DELETE /v1/knowledge` forgets the person 
 graph and pending wake notes) and answers with counts of exactly what was erased.
 """
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
@@ -22,7 +23,9 @@ class KnowledgeUnavailable(ChatError):
     title = "Memory is not reachable right now"
 
 
-def build_knowledge_router(api: ChatApi, *, knowledge: Knowledge, forgetting: Forgetting) -> APIRouter:
+def build_knowledge_router(
+    api: ChatApi, *, knowledge: Knowledge, forgetting: Forgetting, timeout_s: float
+) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["knowledge"])
     current_person = current_person_dependency(api)
 
@@ -30,8 +33,9 @@ def build_knowledge_router(api: ChatApi, *, knowledge: Knowledge, forgetting: Fo
     async def graph(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """The knowledge graph: nodes (with a type) and edges (with `valid_at` and `invalid_at`)."""
         try:
-            found = await knowledge.graph(person_id=person.id)
-        except KnowledgeError as exc:
+            async with asyncio.timeout(timeout_s):
+                found = await knowledge.graph(person_id=person.id)
+        except (KnowledgeError, TimeoutError) as exc:
             raise KnowledgeUnavailable("Try again in a moment.") from exc
         return found.as_json()
 
@@ -41,7 +45,7 @@ def build_knowledge_router(api: ChatApi, *, knowledge: Knowledge, forgetting: Fo
         money history is kept. Answers with how many of each were erased."""
         try:
             erased = await forgetting.forget(person.id)
-        except KnowledgeError as exc:
+        except (KnowledgeError, TimeoutError) as exc:
             raise KnowledgeUnavailable("Nothing was erased; try again in a moment.") from exc
         return erased.as_json()
 
