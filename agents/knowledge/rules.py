@@ -54,7 +54,8 @@ _FILLERS = (
 )
 _NOT_OBJECTS = _words(
     """it that this them him her you me us there here to what which something anything nothing
-    itu ini dia kamu apa siapa"""
+    home night nights weekends moment least first last times all both everything everyone
+    itu ini dia kamu apa siapa rumah kantor sini situ mana semua"""
 )
 _QUESTION_START = re.compile(
     r"^(?:what|who|where|when|which|why|how|do|does|did|is|are|can|could|apa|siapa|dimana|di mana|kapan|kenapa|"

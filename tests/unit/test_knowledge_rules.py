@@ -61,6 +61,10 @@ def test_statements(text: str, expected: tuple[str, str, str, str | None]) -> No
         "hi",
         "turn on the bedroom light",
         "my wife is tired",
+        "I work at home today",
+        "aku kerja di rumah",
+        "I hate when that happens",
+        "I like to cook",
     ],
 )
 def test_not_statements(text: str) -> None:
