@@ -188,6 +188,10 @@ class Learning:
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("learning paused: %s", type(exc).__name__)
                 full_at = loop.time() + self._retry_s
+            except Exception:
+                # A bug must not stop learning for everyone for the rest of the process.
+                log.exception("learning failed")
+                full_at = loop.time() + self._retry_s
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, full_at - loop.time())):
                     await self._wake.wait()
