@@ -27,6 +27,12 @@ _OBJECT_END = re.compile(
     r"\s*(?:,|\(|:| and | but | because | since | so | which | who | dan | tapi | karena | soalnya | terus | yang )",
     re.IGNORECASE,
 )
+# Where a list of things ends, and what separates its items.
+_LIST_END = re.compile(
+    r"\s*(?:\(|:| but | because | since | so | which | who | tapi | karena | soalnya | terus | yang )", re.IGNORECASE
+)
+_LIST_SEPARATOR = re.compile(r"\s*,\s*(?:and |dan |or |atau )?|\s+(?:and|dan|or|atau|&)\s+", re.IGNORECASE)
+_ITEMS_MAX = 5
 _FILLERS = (
     "actually",
     "now",
@@ -239,6 +245,13 @@ def _name_in(caught: str) -> str:
     return "" if not name or name.split()[0].lower() in _NOT_NAMES | {"my", "i"} else name
 
 
+def _items(raw: str) -> list[str]:
+    """The things a list names ("peanuts, shrimp and eggs"), each cleaned; at most five."""
+    clause = _LIST_END.split(raw, maxsplit=1)[0]
+    items = [_clean(part) for part in _LIST_SEPARATOR.split(clause) if part.strip()]
+    return [item for item in items if item][:_ITEMS_MAX]
+
+
 def _food_or(text: str, otherwise: EntityType) -> EntityType:
     words = set(re.findall(r"[\w-]+", text.lower()))
     return "food" if words & _FOODS else otherwise
@@ -318,10 +331,11 @@ class _Reader:
         for relation, patterns in (("dislikes", _DISLIKE), ("likes", _LIKE)):
             for pattern in patterns:
                 match = pattern.search(clause)
-                if match and (obj := _clean(match.group("obj"))):
-                    text = f"{self.name} {relation} {obj}"
-                    slot = f"taste:{obj.casefold()}"
-                    self._claim(message_id, relation, Mention(obj, _food_or(obj, "thing")), text, slot)
+                if match and (objects := _items(match.group("obj"))):
+                    for obj in objects:
+                        text = f"{self.name} {relation} {obj}"
+                        slot = f"taste:{obj.casefold()}"
+                        self._claim(message_id, relation, Mention(obj, _food_or(obj, "thing")), text, slot)
                     return True
         return False
 
@@ -343,9 +357,10 @@ class _Reader:
     def health(self, message_id: str, clause: str) -> bool:
         for pattern in _ALLERGY:
             match = pattern.search(clause)
-            if match and (obj := _clean(match.group("obj"))):
-                text = f"{self.name} is allergic to {obj}"
-                self._claim(message_id, "allergic_to", Mention(obj, _food_or(obj, "thing")), text, None)
+            if match and (objects := _items(match.group("obj"))):
+                for obj in objects:
+                    text = f"{self.name} is allergic to {obj}"
+                    self._claim(message_id, "allergic_to", Mention(obj, _food_or(obj, "thing")), text, None)
                 return True
         for pattern in _BIRTHDAY_OF:
             match = pattern.search(clause)

@@ -71,6 +71,18 @@ def test_not_statements(text: str) -> None:
     assert claims(text) == []
 
 
+def test_lists_name_several_things() -> None:
+    assert [(c.relation, c.object.name) for c in claims("I'm allergic to peanuts, shrimp and eggs")] == [
+        ("allergic_to", "peanuts"),
+        ("allergic_to", "shrimp"),
+        ("allergic_to", "eggs"),
+    ]
+    assert [(c.relation, c.object.name) for c in claims("aku suka rendang dan soto tapi nggak suka durian")] == [
+        ("likes", "rendang"),
+        ("likes", "soto"),
+    ]
+
+
 def test_other_peoples_birthdays_belong_to_them() -> None:
     for text, date in (("Sari's birthday is on 5 May", "5 May"), ("ulang tahun Sari tanggal 5 Mei", "5 Mei")):
         (claim,) = claims(text)
