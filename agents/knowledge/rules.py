@@ -332,10 +332,10 @@ class _Reader:
             for pattern in patterns:
                 match = pattern.search(clause)
                 if match and (objects := _items(match.group("obj"))):
-                    for obj in objects:
-                        text = f"{self.name} {relation} {obj}"
-                        slot = f"taste:{obj.casefold()}"
-                        self._claim(message_id, relation, Mention(obj, _food_or(obj, "thing")), text, slot)
+                    for thing in objects:
+                        text = f"{self.name} {relation} {thing}"
+                        slot = f"taste:{thing.casefold()}"
+                        self._claim(message_id, relation, Mention(thing, _food_or(thing, "thing")), text, slot)
                     return True
         return False
 
@@ -354,14 +354,17 @@ class _Reader:
                     return True
         return False
 
-    def health(self, message_id: str, clause: str) -> bool:
+    def allergy(self, message_id: str, clause: str) -> bool:
         for pattern in _ALLERGY:
             match = pattern.search(clause)
             if match and (objects := _items(match.group("obj"))):
-                for obj in objects:
-                    text = f"{self.name} is allergic to {obj}"
-                    self._claim(message_id, "allergic_to", Mention(obj, _food_or(obj, "thing")), text, None)
+                for thing in objects:
+                    text = f"{self.name} is allergic to {thing}"
+                    self._claim(message_id, "allergic_to", Mention(thing, _food_or(thing, "thing")), text, None)
                 return True
+        return False
+
+    def birthday(self, message_id: str, clause: str) -> bool:
         for pattern in _BIRTHDAY_OF:
             match = pattern.search(clause)
             if match and (name := _name_in(match.group("name"))) and (obj := _clean(match.group("obj"))):
@@ -397,7 +400,8 @@ class _Reader:
 _RULES: tuple[Callable[[_Reader, str, str], bool], ...] = (
     _Reader.favourite,
     _Reader.switch,
-    _Reader.health,
+    _Reader.allergy,
+    _Reader.birthday,
     _Reader.place,
     _Reader.taste,
 )
