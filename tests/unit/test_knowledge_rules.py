@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agents.knowledge import Claim, KnowledgeMessage, read_claims
+from agents.knowledge import ENTITY_TYPES, Claim, KnowledgeMessage, read_claims
 from agents.knowledge.local import tsquery
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -120,3 +122,42 @@ def test_search_words_drop_question_words_and_fold_indonesian_suffixes() -> None
     assert tsquery("makanan favoritku apa?") == "food:* | favourite:*"
     assert tsquery("what do you know about me?") == ""
     assert tsquery("what should I eat tonight") == "eat:*"
+
+
+_PHRASES = st.sampled_from(
+    [
+        "my favourite food is",
+        "I'm allergic to",
+        "I really like",
+        "aku nggak suka",
+        "my wife is",
+        "I live in",
+        "aku kerja di",
+        "ulang tahunku tanggal",
+        "I've switched to",
+        "what's",
+        "?",
+        ",",
+        " and ",
+        ".",
+    ]
+)
+_NOISE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@given(st.lists(st.one_of(_PHRASES, _NOISE), max_size=12).map(" ".join))
+@settings(max_examples=300, deadline=None)
+def test_any_text_gives_bounded_claims_or_none(text: str) -> None:
+    for claim in claims(text):
+        assert 1 <= len(claim.object.name) <= 80 and len(claim.object.name.split()) <= 5
+        assert claim.object.type in ENTITY_TYPES
+        assert claim.text and claim.relation
+        assert claim.subject.is_self or claim.subject.name
+
+
+@given(st.sampled_from(["my favourite food is rendang", "I live in Bandung", "aku alergi udang"]), _NOISE)
+@settings(max_examples=100, deadline=None)
+def test_a_statement_asked_as_a_question_teaches_nothing(statement: str, noise: str) -> None:
+    assert (
+        claims(f"{statement} {noise}?".replace(".", " ").replace("!", " ").replace(";", " ").replace("\n", " ")) == []
+    )
