@@ -81,6 +81,7 @@ class Fact:
             "text": self.text,
             "valid_at": self.valid_at.isoformat(),
             "invalid_at": self.invalid_at.isoformat() if self.invalid_at else None,
+            "valid": self.valid,
             "message_ids": list(self.message_ids),
         }
 

@@ -148,6 +148,8 @@ _FAVOURITE = [
         r"(?:is|was|has to be|=) (?P<obj>.+)"
     ),
     _f(r"^(?P<obj>.+?) (?:is|are) (?:definitely |still )?my (?:all[- ]time )?favou?rite (?P<cat>[a-z]+)"),
+    # No category named: only a known food says what kind of favourite it is.
+    _f(r"\bmy (?:all[- ]time |absolute )?favou?rite (?P<cat>)(?:is|has to be) (?P<obj>.+)"),
     _f(
         rf"\b(?P<cat>[a-z]+) (?:favorit|favorite|favourite|kesukaan){_MY_ID}(?: sekarang)? "
         r"(?:adalah |itu |ya |tuh )?(?P<obj>.+)"
@@ -305,7 +307,9 @@ class _Reader:
         for pattern in _FAVOURITE:
             match = pattern.search(clause)
             if match and (obj := _clean(match.group("obj"))):
-                cat, kind = _category(match.group("cat"))
+                if not match.group("cat") and _food_or(obj, "thing") != "food":
+                    continue
+                cat, kind = _category(match.group("cat") or "food")
                 kind = _food_or(obj, kind) if kind == "thing" else kind
                 text = f"{self.name}'s favourite {cat} is {obj}"
                 self._claim(message_id, "favourite", Mention(obj, kind), text, f"favourite:{cat}")

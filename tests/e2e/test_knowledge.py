@@ -59,6 +59,7 @@ async def test_rendang_then_soto_keeps_the_old_favourite_as_no_longer_valid(app:
     assert datetime.fromisoformat(rendang["invalid_at"]) == said_soto
     assert datetime.fromisoformat(soto["valid_at"]) == said_soto
     assert soto["invalid_at"] is None
+    assert (rendang["valid"], soto["valid"]) == (False, True)
     assert rendang["message_ids"] == [first["messages"][0]["id"]]
     assert soto["message_ids"] == [second["messages"][0]["id"]]
 
