@@ -45,6 +45,19 @@ _DELETES: tuple[str, ...] = (
 )
 
 
+# How the summary names each count, for the person reading it.
+_SAID = {
+    "messages": "messages",
+    "runs": "agent runs",
+    "run_events": "tool calls",
+    "run_calls": "model-call records",
+    "events": "live events",
+    "knowledge_nodes": "people, places and things you mentioned",
+    "knowledge_edges": "facts about you",
+    "wake_notes": "pending wake notes",
+}
+
+
 class PendingWakes(Protocol):
     """Cancels a person's pending wake notes (and their queued deliveries); how many."""
 
@@ -61,7 +74,7 @@ class Erased:
     counts: dict[str, int]
 
     def as_json(self) -> dict[str, Any]:
-        said = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in self.counts.items())
+        said = ", ".join(f"{n} {_SAID.get(name, name.replace('_', ' '))}" for name, n in self.counts.items())
         return {"erased": dict(self.counts), "kept": KEPT, "summary": f"Erased {said}."}
 
 
