@@ -1,8 +1,12 @@
-"""The composition root: Settings -> adapters -> domains -> the ASGI app and the CLI.
+"""The composition root: Settings -> adapters -> domains -> the ASGI app.
 
-Nothing imports this module (the `avagenc` console script calls `cli`). It is the only
-place that decides which adapter serves each port, and it says so in one log line at
-startup, so an operator can see at a glance what a deployment is really talking to.
+This is cosmicpython's `bootstrap`: each `build_*` function makes one part and registers
+how to close it on one `contextlib.AsyncExitStack`, so whatever step fails, everything
+opened before it is closed, in reverse order; a clean shutdown unwinds the same stack.
+It is the only place that decides which adapter serves each port, and it says so in one
+log line at startup, so an operator can see at a glance what a deployment is really
+talking to. The command line (`cli.py`) and the tests build from the pieces here, each
+only what it needs.
 """
 
 from __future__ import annotations
@@ -14,16 +18,14 @@ import os
 # only Pipecat's warnings reach the console.
 os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
-import argparse
 import asyncio
 import contextlib
 import logging
 import secrets
-import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from fastapi import APIRouter, FastAPI
@@ -56,7 +58,7 @@ from chat import (
     Learning,
     LocalTokens,
     People,
-    Person,
+    PostgresEvents,
     Runs,
     Threads,
     Turns,
@@ -67,6 +69,7 @@ from chat import (
     drain_detached,
     no_wakes,
     on_chat_error,
+    on_domain_error,
     on_http_error,
     on_ledger_error,
     on_unexpected,
@@ -74,19 +77,19 @@ from chat import (
     problem,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
-from ledger import MICROS_PER_RUPIAH, LedgerError, PostgresLedger, PriceBook, format_rupiah
+from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from settings import Settings
-from voice import (
-    CallLimits,
-    Engines,
-    TurnTiming,
-    VoiceDoors,
-    build_voice_router,
-    build_webrtc_router,
-    end_webrtc_calls,
-)
+
+if TYPE_CHECKING:
+    # Voice (Pipecat, speech engines) is imported only by the steps that build it, so a
+    # command that needs the database alone never loads it.
+    from voice import Engines, VoiceDoors
 
 log = logging.getLogger("avagenc")
+
+# How long shutdown waits for the Whisper preload thread: a native thread still loading
+# the model when the interpreter exits aborts the process (exit 134).
+_PRELOAD_JOIN_S = 60.0
 
 
 def session_secret(settings: Settings) -> bytes:
@@ -101,8 +104,9 @@ def session_secret(settings: Settings) -> bytes:
     return path.read_text().strip().encode()
 
 
-def choose_engines(settings: Settings) -> tuple[Engines, str]:
+def choose_engines(settings: Settings, stack: contextlib.AsyncExitStack) -> tuple[Engines, str]:
     """Speech engines for calls: Google Cloud with credentials, offline otherwise."""
+    from voice import Engines
     from voice.prosody import emotion_to_ssml, strip_stray_tags
 
     transforms = [("*", emotion_to_ssml), ("*", strip_stray_tags)]
@@ -120,7 +124,9 @@ def choose_engines(settings: Settings) -> tuple[Engines, str]:
     from voice.engines.whisper import WhisperSTTService, preload_whisper
 
     if settings.voice_preload:
-        threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True).start()
+        preload = threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True)
+        preload.start()
+        stack.push_async_callback(asyncio.to_thread, preload.join, _PRELOAD_JOIN_S)
     return Engines(stt=WhisperSTTService, tts=lambda: EspeakTTSService(text_transforms=transforms)), (
         "Whisper tiny.en + espeak-ng"
     )
@@ -145,7 +151,6 @@ class KnowledgeParts:
     knowledge: Knowledge
     learning: Learning
     adapter: str
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @property
     def facts(self) -> FactLookup:
@@ -154,18 +159,18 @@ class KnowledgeParts:
 
         return lookup
 
-    async def close(self) -> None:
-        await self.learning.stop()
-        for close in self.closers:
-            await close()
-
 
 def build_knowledge(
-    settings: Settings, *, pool: asyncpg.Pool, dsn: str, chosen: Knowledge | None = None
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    dsn: str,
+    chosen: Knowledge | None = None,
 ) -> KnowledgeParts:
-    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules without.
-    `chosen` (tests) serves the port instead."""
-    closers: list[Callable[[], Awaitable[None]]] = []
+    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
+    without. `chosen` (a test's) serves the port instead. The worker starts later
+    (`start_learning`), once the event hub is up."""
     knowledge: Knowledge
     if chosen is not None:
         knowledge, adapter = chosen, type(chosen).__name__
@@ -177,8 +182,8 @@ def build_knowledge(
             base_url=settings.zep_base_url,
             timeout_s=settings.zep_timeout_s,
         )
+        stack.push_async_callback(zep.aclose)
         knowledge, adapter = zep, "ZepKnowledge"
-        closers.append(zep.aclose)
     elif settings.gemini_api_key is not None:
         from agents.knowledge.gemini import GeminiExtractor
 
@@ -187,8 +192,8 @@ def build_knowledge(
             model=settings.gemini_model_knowledge or settings.gemini_model,
             timeout_s=settings.gemini_timeout_s,
         )
+        stack.push_async_callback(extractor.aclose)
         knowledge, adapter = LocalKnowledge(pool, extractor=extractor), "LocalKnowledge + GeminiExtractor"
-        closers.append(extractor.aclose)
     else:
         knowledge, adapter = LocalKnowledge(pool, extractor=RuleExtractor()), "LocalKnowledge + RuleExtractor"
     learning = Learning(
@@ -198,7 +203,13 @@ def build_knowledge(
         batch_max=settings.knowledge_batch_max,
         poll_s=settings.knowledge_poll_s,
     )
-    return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter, closers=closers)
+    return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter)
+
+
+async def start_learning(parts: KnowledgeParts, stack: contextlib.AsyncExitStack) -> None:
+    """The ingestion worker, stopped (mid-batch if need be: the cursor keeps the backlog) on close."""
+    stack.push_async_callback(parts.learning.stop)
+    await parts.learning.start()
 
 
 def build_toolbox(*, home: SandboxHome, knowledge: Knowledge | None = None) -> Toolbox:
@@ -221,7 +232,7 @@ def build_toolbox(*, home: SandboxHome, knowledge: Knowledge | None = None) -> T
 
 @dataclass
 class Services:
-    """Everything one process runs, built once and closed once."""
+    """Everything one process runs, built once and closed once (by unwinding `stack`)."""
 
     settings: Settings
     dsn: str
@@ -239,31 +250,92 @@ class Services:
     knowledge: KnowledgeParts
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
+    stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+
+    async def end_calls(self) -> None:
+        """Hang up every live call (the first step of shutdown, before connections close)."""
+        from voice import end_webrtc_calls
+
+        await end_webrtc_calls()
 
     async def close(self) -> None:
-        # Live browser calls are ended first (a running pipeline does not stop on its own
-        # when the loop cancels everything); then turns and charges that outlived their
-        # requests finish before the pool closes.
-        await end_webrtc_calls()
-        await drain_detached(timeout_s=30)
-        await self.knowledge.close()
-        await self.hub.stop()
-        await self.lock_pool.close()
-        await self.pool.close()
-        if self.embedded is not None:
-            await asyncio.to_thread(self.embedded.stop)
+        await self.stack.aclose()
 
 
-async def database_url(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+async def build_database(settings: Settings, stack: contextlib.AsyncExitStack) -> tuple[str, EmbeddedPostgres | None]:
+    """DATABASE_URL, or an embedded server under AVAGENC_HOME that is stopped on close."""
     if settings.database_url:
         return settings.database_url, None
-    embedded = EmbeddedPostgres(settings.avagenc_home / "pg")
+    embedded = EmbeddedPostgres(settings.avagenc_home / "pg", log_path=settings.avagenc_home / "pg.log")
+    # Registered first: a start that fails half-way (initdb done, pg_ctl timed out) is
+    # still let go of, and `stop` does nothing if there is nothing to stop.
+    stack.callback(embedded.stop)
     return await asyncio.to_thread(embedded.start), embedded
 
 
-async def migrate(pool: asyncpg.Pool) -> list[str]:
+async def build_pool(dsn: str, stack: contextlib.AsyncExitStack, *, size_max: int) -> asyncpg.Pool:
+    pool = await create_pool(dsn, size_max=size_max)
+    stack.push_async_callback(pool.close)
+    return pool
+
+
+async def build_migrations(pool: asyncpg.Pool) -> list[str]:
     async with pool.acquire() as conn:
         return await apply_migrations(conn)
+
+
+def build_model(settings: Settings, stack: contextlib.AsyncExitStack, model: Model | None) -> Model:
+    """The model given (a test's, which its owner closes), or the configured one, closed here."""
+    if model is not None:
+        return model
+    chosen = choose_model(settings)
+    aclose: Callable[[], Awaitable[None]] | None = getattr(chosen, "aclose", None)
+    if aclose is not None:
+        stack.push_async_callback(aclose)
+    return chosen
+
+
+def build_ledger(settings: Settings, pool: asyncpg.Pool, runs: Runs) -> tuple[PostgresLedger, Wallet]:
+    ledger = PostgresLedger(pool)
+    wallet = Wallet(
+        ledger=ledger,
+        prices=PriceBook(pool),
+        voice_prices=VoicePriceBook(pool),
+        runs=runs,
+        events=PostgresEvents(pool),
+        signup_grant_micros=settings.signup_grant_micros,
+    )
+    return ledger, wallet
+
+
+def build_turns(
+    settings: Settings,
+    *,
+    threads: Threads,
+    runs: Runs,
+    wallet: Wallet,
+    model: Model,
+    home: SandboxHome,
+    knowledge: KnowledgeParts,
+) -> Turns:
+    return Turns(
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=model,
+        model_name=settings.model_for if not isinstance(model, OfflineModel) else (lambda _: "offline-1"),
+        toolbox=build_toolbox(home=home, knowledge=knowledge.knowledge),
+        history_tokens_max=settings.history_tokens_max,
+        thread_wait_s=settings.thread_wait_s,
+        facts=knowledge.facts,
+    )
+
+
+async def build_event_hub(dsn: str, stack: contextlib.AsyncExitStack) -> EventHub:
+    hub = EventHub(dsn)
+    stack.push_async_callback(hub.stop)  # before start: a start that times out leaves its task
+    await hub.start()
+    return hub
 
 
 async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) -> int:
@@ -280,63 +352,30 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     return failed
 
 
-async def start_services(
-    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None, migrate_first: bool = True
-) -> Services:
-    dsn, embedded = await database_url(settings)
-    pool = await create_pool(dsn, size_max=settings.database_pool_max)
-    lock_pool = await create_pool(dsn, size_max=settings.turns_concurrent_max)
-    try:
-        if migrate_first:
-            await migrate(pool)
-        threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
-        chosen = model or choose_model(settings)
-        home = SandboxHome(pool)
-        memory = build_knowledge(settings, pool=pool, dsn=dsn, chosen=knowledge)
-        ledger = PostgresLedger(pool)
-        wallet = Wallet(
-            ledger=ledger,
-            prices=PriceBook(pool),
-            runs=runs,
-            pool=pool,
-            signup_grant_micros=settings.signup_grant_micros,
-        )
-        turns = Turns(
-            threads=threads,
-            runs=runs,
-            wallet=wallet,
-            model=chosen,
-            model_name=settings.model_for if not isinstance(chosen, OfflineModel) else (lambda _: "offline-1"),
-            toolbox=build_toolbox(home=home, knowledge=memory.knowledge),
-            history_tokens_max=settings.history_tokens_max,
-            thread_wait_s=settings.thread_wait_s,
-            facts=memory.facts,
-        )
-        hub = EventHub(dsn)
-        await hub.start()
-        abandoned = await fail_abandoned_runs(threads, runs, pool)
-        if abandoned:
-            log.warning("marked %d abandoned runs as failed", abandoned)
-        settled = await wallet.settle_uncharged()
-        if settled:
-            log.warning("charged %d model calls a crash had left uncharged", settled)
-    except BaseException:
-        await lock_pool.close()
-        await pool.close()
-        if embedded is not None:
-            embedded.stop()
-        raise
-    engines, speech = choose_engines(settings)
-    adapters = {
-        "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
-        "model": type(chosen).__name__,
-        "smart_home": type(home).__name__,
-        "identity": "LocalTokens",
-        "speech": speech,
-        "knowledge": memory.adapter,
-    }
-    people = People(pool, default_time_zone=settings.default_time_zone)
-    local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+async def build_sweep(threads: Threads, runs: Runs, wallet: Wallet, pool: asyncpg.Pool) -> None:
+    """What a crash left behind: runs still `running`, model calls never charged. Only a
+    server does this at startup; a read-only verb never does."""
+    abandoned = await fail_abandoned_runs(threads, runs, pool)
+    if abandoned:
+        log.warning("marked %d abandoned runs as failed", abandoned)
+    settled = await wallet.settle_uncharged()
+    if settled:
+        log.warning("charged %d model calls a crash had left uncharged", settled)
+
+
+def build_voice(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    people: People,
+    local_tokens: LocalTokens,
+    turns: Turns,
+    wallet: Wallet,
+) -> tuple[VoiceDoors, str]:
+    """The call doors and their engines; live calls are hung up first when the stack unwinds."""
+    from voice import CallLimits, TurnTiming, VoiceDoors, end_webrtc_calls
+
+    engines, speech = choose_engines(settings, stack)
     voice = VoiceDoors(
         people=people,
         verifier=local_tokens,
@@ -353,7 +392,47 @@ async def start_services(
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
-    services = Services(
+    stack.push_async_callback(end_webrtc_calls)
+    return voice, speech
+
+
+async def bootstrap(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    model: Model | None = None,
+    knowledge: Knowledge | None = None,
+    migrate_first: bool = True,
+) -> Services:
+    """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
+    dsn, embedded = await build_database(settings, stack)
+    pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
+    lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
+    if migrate_first:
+        await build_migrations(pool)
+    chosen = build_model(settings, stack, model)
+    threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
+    home = SandboxHome(pool)
+    ledger, wallet = build_ledger(settings, pool, runs)
+    memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
+    turns = build_turns(settings, threads=threads, runs=runs, wallet=wallet, model=chosen, home=home, knowledge=memory)
+    # Turns and charges that outlived their requests finish before the hub and pools close.
+    stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
+    hub = await build_event_hub(dsn, stack)
+    await build_sweep(threads, runs, wallet, pool)
+    await start_learning(memory, stack)
+    people = People(pool, default_time_zone=settings.default_time_zone)
+    local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+    voice, speech = build_voice(settings, stack, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet)
+    adapters = {
+        "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
+        "model": type(chosen).__name__,
+        "smart_home": type(home).__name__,
+        "identity": "LocalTokens",
+        "speech": speech,
+        "knowledge": memory.adapter,
+    }
+    return Services(
         settings=settings,
         dsn=dsn,
         pool=pool,
@@ -370,9 +449,48 @@ async def start_services(
         knowledge=memory,
         embedded=embedded,
         adapters=adapters,
+        stack=stack,
     )
-    await memory.learning.start()
-    return services
+
+
+@dataclass
+class Records:
+    """The database alone, with the domains that only read and write it: what the CLI's
+    verbs need (no model, no voice engines, no live events, no startup sweep)."""
+
+    pool: asyncpg.Pool
+    people: People
+    ledger: PostgresLedger
+    wallet: Wallet
+
+
+@contextlib.asynccontextmanager
+async def records(settings: Settings, *, migrate_first: bool) -> AsyncIterator[Records]:
+    """Open the database for one command; closed (and an embedded server stopped) after."""
+    async with contextlib.AsyncExitStack() as stack:
+        dsn, _ = await build_database(settings, stack)
+        pool = await build_pool(dsn, stack, size_max=2)
+        if migrate_first:
+            await build_migrations(pool)
+        ledger, wallet = build_ledger(settings, pool, Runs(pool))
+        yield Records(
+            pool=pool,
+            people=People(pool, default_time_zone=settings.default_time_zone),
+            ledger=ledger,
+            wallet=wallet,
+        )
+
+
+async def start_services(
+    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None, migrate_first: bool = True
+) -> Services:
+    """The whole server, on a stack of its own that `Services.close` unwinds."""
+    stack = contextlib.AsyncExitStack()
+    try:
+        return await bootstrap(settings, stack, model=model, knowledge=knowledge, migrate_first=migrate_first)
+    except BaseException:
+        await stack.aclose()
+        raise
 
 
 def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
@@ -396,6 +514,8 @@ def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
 
 
 def build_app(services: Services) -> FastAPI:
+    from voice import VoiceError, build_voice_router, build_webrtc_router
+
     settings = services.settings
     app = FastAPI(
         title="Avagenc Chat",
@@ -422,6 +542,7 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_webrtc_router(services.voice))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
+    app.add_exception_handler(VoiceError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
@@ -443,158 +564,11 @@ def build_app(services: Services) -> FastAPI:
     return app
 
 
-# --- command line -----------------------------------------------------------------------
-
-
-async def _serve(settings: Settings) -> None:
-    import uvicorn
-
-    services = await start_services(settings)
-    log.info("ports: %s", ", ".join(f"{k}={v}" for k, v in services.adapters.items()))
-    try:
-        config = uvicorn.Config(
-            build_app(services), host=settings.host, port=settings.port, log_level="info", lifespan="off"
-        )
-        await uvicorn.Server(config).serve()
-    finally:
-        await services.close()
-
-
-async def _migrate(settings: Settings) -> None:
-    dsn, embedded = await database_url(settings)
-    try:
-        pool = await create_pool(dsn, size_max=2)
-        try:
-            applied = await migrate(pool)
-        finally:
-            await pool.close()
-    finally:
-        if embedded is not None:
-            embedded.stop()
-    print("applied: " + ", ".join(applied) if applied else "the database is up to date")
-
-
-async def _user_token(settings: Settings, name: str) -> None:
-    services = await start_services(settings)
-    try:
-        person, created = await services.people.sign_in_local(name)
-        if created:
-            await services.wallet.grant_signup(person.id)
-        print(services.local_tokens.issue(person.id))
-    finally:
-        await services.close()
-
-
-async def _find_person(services: Services, who: str) -> Person | None:
-    """A person by id (`usr_…`), or else by their local sign-in name."""
-    person = await services.people.get(who)
-    return person or await services.people.find_local(who)
-
-
-async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | None) -> int:
-    if not amount.isdigit() or int(amount) <= 0:
-        print(f"error: AMOUNT must be a whole number of rupiah above zero, not {amount!r}", file=sys.stderr)
-        return 2
-    services = await start_services(settings)
-    try:
-        person = await _find_person(services, who)
-        if person is None:
-            print(f"error: no person {who!r} (give an id like usr_… or a local sign-in name)", file=sys.stderr)
-            return 2
-        try:
-            transaction = await services.wallet.top_up(
-                person.id,
-                amount_micros=int(amount) * MICROS_PER_RUPIAH,
-                ref=ref or f"cli:{secrets.token_hex(8)}",
-                source="cli",
-            )
-        except LedgerError as exc:
-            print(f"error: {exc} ({getattr(exc, 'code', 'ledger_error')})", file=sys.stderr)
-            return 2
-        balance = await services.wallet.balance_micros(person.id)
-        state = "already applied" if transaction.replayed else "applied"
-        print(f"top-up {state} for {person.name} ({person.id}); balance {format_rupiah(balance)}")
-        return 0
-    finally:
-        await services.close()
-
-
-async def _wallet_verify(settings: Settings) -> int:
-    services = await start_services(settings)
-    try:
-        report = await services.ledger.verify()
-    finally:
-        await services.close()
-    print(f"checked {report.transactions} transactions, {report.entries} entries, {report.accounts} accounts")
-    for problem_ in report.problems:
-        print(f"PROBLEM {problem_.kind} {problem_.subject}: {problem_.detail}")
-    print("ledger OK" if report.ok else f"ledger BROKEN: {len(report.problems)} problems")
-    return 0 if report.ok else 1
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="avagenc", description="Avagenc Chat")
-    verbs = parser.add_subparsers(dest="verb", required=True)
-    serve = verbs.add_parser("serve", help="serve the API and web app")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    verbs.add_parser("migrate", help="apply database migrations")
-    users = verbs.add_parser("users", help="people").add_subparsers(dest="users_verb", required=True)
-    token = users.add_parser("token", help="print a session token for NAME (created if new)")
-    token.add_argument("name")
-    wallet = verbs.add_parser("wallet", help="the ledger").add_subparsers(dest="wallet_verb", required=True)
-    topup = wallet.add_parser("topup", help="add AMOUNT whole rupiah to USER's wallet (id or local name)")
-    topup.add_argument("user")
-    topup.add_argument("amount")
-    topup.add_argument("--ref", help="idempotency key: the same ref tops up once (default: a new one)")
-    wallet.add_parser("verify", help="check every ledger invariant; exit 1 if any is broken")
-    chat = verbs.add_parser("chat", help="chat in the terminal through the HTTP API")
-    chat.add_argument("--url", help="server address (default http://HOST:PORT)")
-    chat.add_argument("--name", help="sign in locally with this name (default: your login name)")
-    chat.add_argument("--time-zone", help="IANA zone to send (default: the server's idea of you)")
-    return parser
-
-
-def cli(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    overrides: dict[str, Any] = {}
-    if getattr(args, "host", None):
-        overrides["host"] = args.host
-    if getattr(args, "port", None):
-        overrides["port"] = args.port
-    settings = Settings(**overrides)
-    if args.verb == "serve":
-        asyncio.run(_serve(settings))
-    elif args.verb == "migrate":
-        asyncio.run(_migrate(settings))
-    elif args.verb == "users":
-        asyncio.run(_user_token(settings, args.name))
-    elif args.verb == "wallet" and args.wallet_verb == "topup":
-        sys.exit(asyncio.run(_wallet_topup(settings, args.user, args.amount, args.ref)))
-    elif args.verb == "wallet":
-        sys.exit(asyncio.run(_wallet_verify(settings)))
-    elif args.verb == "chat":
-        from chat.terminal import run_terminal
-
-        url = args.url or f"http://{settings.host}:{settings.port}"
-        try:
-            sys.exit(asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone)))
-        except KeyboardInterrupt:
-            sys.exit(0)  # Ctrl-C at the prompt is a normal way to leave a chat
-
-
 @contextlib.asynccontextmanager
 async def running(
     settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
-    """Services and app for one process's lifetime (used by tests and benchmarks)."""
-    services = await start_services(settings, model=model, knowledge=knowledge)
-    try:
+    """Services and app for one process's lifetime (used by the server, tests and benchmarks)."""
+    async with contextlib.AsyncExitStack() as stack:
+        services = await bootstrap(settings, stack, model=model, knowledge=knowledge)
         yield services, build_app(services)
-    finally:
-        await services.close()
-
-
-if __name__ == "__main__":
-    cli()

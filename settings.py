@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     # How long a request waits for the person's thread while another turn holds it.
     thread_wait_s: float = Field(default=120.0, gt=0)
 
+    # On SIGTERM or SIGINT: how long turns in flight (and their charges) may take to finish
+    # before the server stops anyway. A second signal stops at once.
+    shutdown_grace_s: float = Field(default=30.0, gt=0, le=3600)
+
     # Server-Sent Events: open streams per person, and the keep-alive comment interval.
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)

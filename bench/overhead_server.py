@@ -7,14 +7,15 @@ with the scripted model answering instantly, and adds bench-only routes:
 
 - `POST /bench/baseline` does the same PostgreSQL work as one Ava -> Zee -> light turn
   (the same statements in the same transactions, the same pool check-outs, the same
-  per-person advisory lock) against copies of the product's tables (charges: the real
-  ledger, see SCHEMA_SQL), written as plainly as the work allows. The gap between the
-  two is what the product's own code costs.
+  per-person advisory lock held on a connection of the separate lock pool) against copies
+  of the product's tables (charges: the real ledger, see SCHEMA_SQL), written as plainly
+  as the work allows. The gap between the two is what the product's own code costs.
   `POST /bench/baseline-one-connection` runs the same statements on one connection per
   request, to price the product's habit of checking out a connection per statement.
-- `POST /bench/trace/start|stop` records every statement the pool's connections run and
-  how many transaction ids were handed out in between, so the driver can prove in every
-  run that the baseline still matches the turn instead of trusting a hand count.
+- `POST /bench/trace/start|stop` records every statement the connections of both pools
+  (statements and thread locks) run and how many transaction ids were handed out in
+  between, so the driver can prove in every run that the baseline still matches the turn
+  instead of trusting a hand count.
 
 (No `from __future__ import annotations`: FastAPI reads the route annotations at runtime.)
 """
@@ -230,31 +231,35 @@ class Baseline:
     way the product could run them, to show what the check-outs themselves cost.
     """
 
-    def __init__(self, pool: asyncpg.Pool, tokens: LocalTokens) -> None:
+    def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, tokens: LocalTokens) -> None:
         self._pool = pool
+        self._lock_pool = lock_pool
         self._tokens = tokens
 
     async def post(self, authorization: str | None, text: str, *, one_connection: bool) -> dict[str, Any]:
         person_id = await self._tokens.verify((authorization or "").removeprefix("Bearer ").strip())
         if not one_connection:
-            return await _Work(self._pool, held=None).turn(person_id, text)
+            return await _Work(self._pool, self._lock_pool, held=None).turn(person_id, text)
         async with self._pool.acquire() as conn:
-            return await _Work(self._pool, held=conn).turn(person_id, text)
+            return await _Work(self._pool, self._lock_pool, held=conn).turn(person_id, text)
 
 
 class _Work:
     """The statements of one baseline request, on pooled connections or on one held one."""
 
-    def __init__(self, pool: asyncpg.Pool, *, held: "PoolConnectionProxy[asyncpg.Record] | None") -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, *, held: "PoolConnectionProxy[asyncpg.Record] | None"
+    ) -> None:
         self._pool = pool
+        self._lock_pool = lock_pool
         self._held = held
 
     @contextlib.asynccontextmanager
-    async def _conn(self) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
+    async def _conn(self, pool: asyncpg.Pool | None = None) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
         if self._held is not None:
             yield self._held
             return
-        async with self._pool.acquire() as conn:
+        async with (pool or self._pool).acquire() as conn:
             yield conn
 
     async def _fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
@@ -273,7 +278,7 @@ class _Work:
         if not await self._fetch(_PERSON_SQL, person_id):  # People.get
             raise HTTPException(401)
         await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.guard
-        async with self._conn() as lock:  # Threads.turn
+        async with self._conn(self._lock_pool) as lock:  # Threads.turn: the lock pool's own connection
             await lock.execute(_LOCK_SQL, person_id)
             try:
                 origin = await self._writes(person_id, text)
@@ -412,13 +417,15 @@ def summarize(queries: list[str], xids: int) -> dict[str, int]:
 
 
 class Tracer:
-    """Logs every statement of every pooled connection between `start` and `stop`.
+    """Logs every statement of every connection of `pools` between `start` and `stop`:
+    the statement pool and the thread-lock pool, so a turn's lock and unlock (and the
+    check-out they take) are counted like every other statement.
 
-    Only for a quiet server: it checks out the whole pool to reach each connection.
+    Only for a quiet server: it checks out every pool whole to reach each connection.
     """
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+    def __init__(self, pools: list[asyncpg.Pool]) -> None:
+        self._pools = pools
         self._queries: list[str] = []
         self._xmax = 0
 
@@ -426,14 +433,14 @@ class Tracer:
         self._queries.append(record.query)
 
     async def _each_connection(self, attach: bool) -> int:
-        conns = [await self._pool.acquire() for _ in range(self._pool.get_max_size())]
+        held = [(pool, await pool.acquire()) for pool in self._pools for _ in range(pool.get_max_size())]
         try:
-            xmax = int(await conns[0].fetchval(_XMAX_SQL))
-            for conn in conns:
+            xmax = int(await held[0][1].fetchval(_XMAX_SQL))
+            for _, conn in held:
                 (conn.add_query_logger if attach else conn.remove_query_logger)(self._logged)
         finally:
-            for conn in conns:
-                await self._pool.release(conn)
+            for pool, conn in held:
+                await pool.release(conn)
         await asyncio.sleep(0)  # loggers run from call_soon; let the check-ins above land
         return xmax
 
@@ -487,13 +494,19 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         session_secret=SecretStr("bench-secret-" + "x" * 40),
         gemini_api_key=None,
         database_pool_max=pool_max,
+        # A turn holds a lock connection and borrows statement connections: half as many turns.
+        turns_concurrent_max=max(1, pool_max // 2),
         # Every person gets the most the setting allows, so no guard ever stops a turn.
         signup_grant_micros=10**15,
     )
     async with running(settings, model=InstantScript()) as (services, app):
         async with services.pool.acquire() as conn:
             await conn.execute(SCHEMA_SQL)
-        add_bench_routes(app, Baseline(services.pool, services.local_tokens), Tracer(services.pool))
+        add_bench_routes(
+            app,
+            Baseline(services.pool, services.lock_pool, services.local_tokens),
+            Tracer([services.pool, services.lock_pool]),
+        )
         # The driver made and bound the listening socket, so it knew the port before we ran.
         listener = socket.socket(fileno=fd)
         # As `avagenc serve`: access log on, lifespan off, the loop asyncio.run gave us.

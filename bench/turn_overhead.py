@@ -179,8 +179,10 @@ async def fresh_database(admin_url: str, pool_max: int) -> AsyncIterator[tuple[s
     try:
         version = str(await conn.fetchval("SHOW server_version"))
         connections_max = int(await conn.fetchval("SHOW max_connections"))
-        if connections_max < pool_max + 10:
-            raise BenchFailed(f"PostgreSQL allows {connections_max} connections; the run needs {pool_max + 10}.")
+        # The statement pool, the thread-lock pool (half its size) and some to spare.
+        needed = pool_max + max(1, pool_max // 2) + 10
+        if connections_max < needed:
+            raise BenchFailed(f"PostgreSQL allows {connections_max} connections; the run needs {needed}.")
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
@@ -445,8 +447,8 @@ def report(
         "",
         *latency_table(results),
         "",
-        "What one request does to PostgreSQL, traced in this run (asyncpg query logger on every pooled "
-        "connection; write transactions = transaction ids handed out):",
+        "What one request does to PostgreSQL, traced in this run (asyncpg query logger on every connection "
+        "of the statement and thread-lock pools; write transactions = transaction ids handed out):",
         "",
         *trace_lines,
     ]

@@ -4,23 +4,27 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.detached import drain_detached, run_detached
+from chat.detached import cancel_detached, drain_detached, run_detached
 from chat.edge import (
+    HTTP_STATUS,
     BodyLimit,
     on_chat_error,
+    on_domain_error,
     on_http_error,
     on_ledger_error,
     on_unexpected,
     on_validation_error,
     problem,
+    problem_responses,
 )
-from chat.errors import ChatError, Unauthorized
+from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
 from chat.knowledge_api import build_knowledge_router
 from chat.learning import Learning
 from chat.people import People, Person
+from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -29,12 +33,14 @@ from chat.wallet import Wallet
 from chat.wallet_api import build_wallet_router
 
 __all__ = [
+    "HTTP_STATUS",
     "BodyLimit",
     "ChatApi",
     "ChatError",
     "Erased",
     "EventHub",
     "EventLog",
+    "EventSink",
     "FactLookup",
     "Forgetting",
     "Learning",
@@ -42,10 +48,15 @@ __all__ = [
     "Message",
     "PendingWakes",
     "People",
+    "PeopleStore",
     "Person",
+    "PostgresEvents",
     "Run",
+    "RunStore",
     "Runs",
+    "ThreadStore",
     "Threads",
+    "TimeZoneInvalid",
     "TokenVerifier",
     "TurnResult",
     "Turns",
@@ -54,16 +65,19 @@ __all__ = [
     "build_knowledge_router",
     "build_router",
     "build_wallet_router",
+    "cancel_detached",
     "drain_detached",
     "mentions",
     "no_wakes",
     "on_chat_error",
+    "on_domain_error",
     "on_http_error",
     "on_ledger_error",
     "on_unexpected",
     "on_validation_error",
     "parse_zone",
     "problem",
+    "problem_responses",
     "route",
     "run_detached",
 ]

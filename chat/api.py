@@ -10,28 +10,30 @@ another person's data.
 """
 
 import asyncio
+import functools
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from chat.detached import run_detached
+from chat.edge import problem_responses
 from chat.errors import SignInDisabled, TimeZoneInvalid, TooManyStreams, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.identity import LocalTokens, TokenVerifier
 from chat.people import People, Person
-from chat.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, Problem, SignedIn, TurnOut
+from chat.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TurnOut
 from chat.threads import Threads
 from chat.turns import Turns
 
 PAGE_MAX = 200
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (400, 401, 404, 413, 422, 503)
-}
+SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +52,19 @@ class ChatApi:
     on_signup: Callable[[Person], Awaitable[None]] | None = None
 
 
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
 def parse_zone(name: str) -> ZoneInfo:
-    if len(name) > 64 or ".." in name or name.startswith("/"):
+    """An IANA zone by name. Only names tzdata lists: a folder of it (`Asia`, `Etc`) or a
+    path is not a zone, however the file system answers."""
+    if len(name) > 64 or name not in _zone_names():
         raise TimeZoneInvalid(f"{name[:64]!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise TimeZoneInvalid(f"{name!r} is not an IANA time zone name (e.g. Asia/Jakarta).") from exc
 
 
@@ -86,29 +95,34 @@ def current_person_dependency(api: ChatApi) -> Callable[..., Awaitable[Person]]:
 
 def current_zone_dependency(
     api: ChatApi, current_person: Callable[..., Awaitable[Person]]
-) -> Callable[..., Awaitable[ZoneInfo]]:
-    """A FastAPI dependency: the request's `time-zone` header (remembered), else the profile's."""
+) -> Callable[..., AsyncIterator[ZoneInfo]]:
+    """A FastAPI dependency: the request's `time-zone` header, else the profile's. The
+    header's zone is remembered only once the request has succeeded: a refused request
+    (bad body, empty wallet) changes nothing."""
 
     async def current_zone(
         person: Annotated[Person, Depends(current_person)],
         time_zone: Annotated[str | None, Header(alias="time-zone")] = None,
-    ) -> ZoneInfo:
+    ) -> AsyncIterator[ZoneInfo]:
         if time_zone is None:
-            return parse_zone(person.time_zone)
+            yield parse_zone(person.time_zone)
+            return
         zone = parse_zone(time_zone)
+        yield zone  # an error raised by the request comes back here, and nothing is saved
         if zone.key != person.time_zone:
             await api.people.remember_time_zone(person.id, zone.key)
-        return zone
 
     return current_zone
 
 
 def build_router(api: ChatApi) -> APIRouter:
-    router = APIRouter(prefix="/v1", responses=_PROBLEMS)
+    router = APIRouter(prefix="/v1")
     current_person = current_person_dependency(api)
     current_zone = current_zone_dependency(api, current_person)
 
-    @router.post("/auth/local", response_model=SignedIn, tags=["identity"])
+    @router.post(
+        "/auth/local", response_model=SignedIn, tags=["identity"], responses=problem_responses(400, 404, 413, 422)
+    )
     async def sign_in_local(body: LocalSignIn) -> dict[str, Any]:
         """Local sign-in (single-machine mode): a display name in, a session token out."""
         if api.local_tokens is None:
@@ -118,11 +132,16 @@ def build_router(api: ChatApi) -> APIRouter:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
 
-    @router.get("/me", response_model=PersonOut, tags=["identity"])
+    @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         return person.as_json()
 
-    @router.post("/messages", response_model=TurnOut, tags=["thread"])
+    @router.post(
+        "/messages",
+        response_model=TurnOut,
+        tags=["thread"],
+        responses=problem_responses(400, 401, 402, 413, 422, 503),
+    )
     async def post_message(
         body: PostMessage,
         person: Annotated[Person, Depends(current_person)],
@@ -136,11 +155,11 @@ def build_router(api: ChatApi) -> APIRouter:
         )
         return result.as_json()
 
-    @router.get("/messages", response_model=MessagesPage, tags=["thread"])
+    @router.get("/messages", response_model=MessagesPage, tags=["thread"], responses=problem_responses(401, 422))
     async def list_messages(
         person: Annotated[Person, Depends(current_person)],
-        before: Annotated[int | None, Query(ge=0)] = None,
-        after: Annotated[int | None, Query(ge=0)] = None,
+        before: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
+        after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
         limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
     ) -> dict[str, Any]:
         """The thread, paged by seq: the newest `limit` before `before`, or the oldest after `after`."""
@@ -149,12 +168,17 @@ def build_router(api: ChatApi) -> APIRouter:
         rows = (rows[:limit] if after is not None else rows[-limit:]) if has_more else rows
         return {"messages": [m.as_json() for m in rows], "has_more": has_more}
 
-    @router.get("/events", tags=["thread"], response_class=StreamingResponse)
+    @router.get(
+        "/events",
+        tags=["thread"],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}, **problem_responses(401, 422, 429)},
+    )
     async def events(
         authorization: Annotated[str | None, Header()] = None,
         last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
         access_token: Annotated[str | None, Query(max_length=300)] = None,
-        after: Annotated[int | None, Query(ge=0)] = None,
+        after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
     ) -> StreamingResponse:
         """Server-Sent Events: message, run.started, run.finished, wallet.changed, …
 
@@ -164,7 +188,7 @@ def build_router(api: ChatApi) -> APIRouter:
         if api.hub.streams(person.id) >= api.sse_streams_per_person_max:
             raise TooManyStreams(f"At most {api.sse_streams_per_person_max} live connections per person.")
         cursor = after
-        if last_event_id is not None and last_event_id.isdigit():
+        if last_event_id is not None and _EVENT_ID.fullmatch(last_event_id):
             cursor = int(last_event_id)
         if cursor is None:
             cursor = await api.event_log.latest_id(person.id)

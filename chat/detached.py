@@ -32,3 +32,15 @@ async def drain_detached(*, timeout_s: float) -> None:
     _, still = await asyncio.wait(pending, timeout=timeout_s)
     if still:
         log.warning("%d detached tasks still running at shutdown", len(still))
+
+
+def cancel_detached() -> int:
+    """Cancel detached work still running (a forced stop); returns how many were cancelled.
+    What they leave half-done (a run still `running`, a call not yet charged) is what the
+    next startup's sweep fails and settles."""
+    pending = [t for t in _TASKS if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        log.warning("cancelled %d detached tasks at a forced stop", len(pending))
+    return len(pending)

@@ -1,7 +1,9 @@
-"""The HTTP edge: problem+json for every error, and the request body limit.
+"""The HTTP edge: problem+json for every error, the statuses the OpenAPI document
+lists, and the request body limit.
 
 Every error a client can see is `application/problem+json` with a stable `type`. Domain
-errors carry their own type and status; validation errors list what was wrong without
+errors (chat, ledger, voice) carry only their type; the status each type answers with is
+chosen here, in one table (`HTTP_STATUS`). Validation errors list what was wrong without
 echoing input back; anything unexpected is a bare `internal_error` with no internal text.
 """
 
@@ -16,13 +18,34 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chat.errors import ChatError
-from ledger import LedgerError
+from chat.schemas import Problem
 
 log = logging.getLogger(__name__)
 
 BODY_BYTES_MAX = 64 * 1024
 PROBLEM = "application/problem+json"
+
+_DESCRIPTIONS = {
+    400: "Malformed request (bad JSON, unknown time zone, unusable offer)",
+    401: "Missing, expired or wrong bearer token",
+    402: "The wallet is empty",
+    404: "Not found (or not yours)",
+    409: "Conflicts with what is already there",
+    413: "The request body is too large",
+    415: "Unsupported media format",
+    422: "Some fields are missing or wrong",
+    429: "Too many live connections",
+    503: "Busy; retry after the Retry-After seconds",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses=` entry for the problem statuses a route answers with."""
+    schema = Problem.model_json_schema()
+    return {
+        status: {"description": _DESCRIPTIONS.get(status, "Problem"), "content": {PROBLEM: {"schema": schema}}}
+        for status in sorted(statuses)
+    }
 
 
 def problem(status: int, type_: str, title: str, detail: str | None = None, **extra: Any) -> JSONResponse:
@@ -34,30 +57,56 @@ def problem(status: int, type_: str, title: str, detail: str | None = None, **ex
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
-async def on_chat_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ChatError)
-    return problem(exc.status, exc.type, exc.title, str(exc) or None)
-
-
-# The ledger's stable codes and what each means at the HTTP edge.
-_LEDGER_STATUS = {
+# The one table from an error's stable type to how it answers over HTTP: (status, title).
+# Every domain error (chat, ledger, voice) has its type here; tests/e2e/test_error_edges.py
+# walks them all. A type missing from it is a bug: 500, logged.
+HTTP_STATUS: dict[str, tuple[int, str]] = {
+    # chat
+    "unauthorized": (401, "Sign in first"),
+    "not_found": (404, "Not found"),
+    "message_blank": (422, "The message is empty"),
+    "message_too_long": (422, "The message is too long"),
+    "text_invalid": (422, "The text has characters that cannot be kept"),
+    "time_zone_invalid": (400, "Unknown time zone"),
+    "date_invalid": (422, "The date is out of range"),
+    "thread_busy": (503, "Your thread is busy with another request"),
+    "knowledge_unavailable": (503, "Memory is not reachable right now"),
+    "too_many_streams": (429, "Too many live connections"),
+    "local_sign_in_disabled": (404, "Local sign-in is not available"),
+    "admin_disabled": (404, "The admin API is switched off"),
+    # ledger
     "insufficient_balance": (402, "The wallet is empty"),
     "ref_conflict": (409, "This ref was already used for a different amount"),
     "amount_invalid": (422, "The amount is not valid"),
     "ref_invalid": (422, "The ref is not valid"),
     "unbalanced": (422, "The postings do not balance"),
     "account_unknown": (404, "No such account"),
+    "price_missing": (500, "No price is set for this usage"),
+    # voice
+    "call_in_progress": (409, "You are already on a call"),
+    "server_busy": (503, "Too many calls right now"),
+    "call_not_found": (404, "No such call"),
+    "offer_invalid": (400, "The offer could not be answered"),
+    "protocol_violation": (400, "The request breaks the protocol"),
+    "bad_json": (400, "The body is not valid JSON"),
+    "unsupported_format": (415, "The media format is not supported"),
+    "frame_too_large": (413, "The frame is too large"),
 }
 
 
-async def on_ledger_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, LedgerError)
-    code = getattr(exc, "code", "ledger_error")
-    status, title = _LEDGER_STATUS.get(code, (500, "The wallet could not be updated"))
-    if status == 500:
-        log.error("ledger error %s", code, exc_info=exc)
-        return problem(500, "internal_error", "Something went wrong on our side")
-    return problem(status, code, title, str(exc) or None)
+async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
+    """Any domain error (chat, ledger, voice: anything with a stable `type`) as problem+json."""
+    type_ = str(getattr(exc, "type", "") or "")
+    status, title = HTTP_STATUS.get(type_, (500, ""))
+    if status >= 500 and status != 503:
+        log.error("domain error %s answered 500", type_ or type(exc).__name__, exc_info=exc)
+        return _internal()
+    return problem(status, type_, title, str(exc) or None)
+
+
+# The names main.py registers; one translator behind them.
+on_chat_error = on_domain_error
+on_ledger_error = on_domain_error
 
 
 async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
@@ -77,9 +126,17 @@ async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
     return problem(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail))
 
 
+def _internal() -> JSONResponse:
+    response = problem(500, "internal_error", "Something went wrong on our side")
+    # Starlette re-raises after sending a 500 and the server then drops the connection;
+    # saying so keeps a keep-alive client from reusing a socket that is about to close.
+    response.headers["Connection"] = "close"
+    return response
+
+
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return problem(500, "internal_error", "Something went wrong on our side")
+    return _internal()
 
 
 class BodyLimit:

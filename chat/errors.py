@@ -1,60 +1,65 @@
-"""The chat domain's errors. Each has a stable problem `type` and an HTTP status that
-only the edge (`main.py`'s exception handlers) turns into a response."""
+"""The chat domain's errors. Each has a stable `type` (the same vocabulary as the
+ledger's and voice's errors); how a type answers at each door — an HTTP status, a
+WebSocket close code, a sentence on a call — is chosen at the edges, never here."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class ChatError(Exception):
     """Base of every error the chat domain raises on purpose; `str()` is safe to show."""
 
-    type = "chat_error"
-    status = 400
-    title = "Request failed"
+    type: ClassVar[str] = "chat_error"
 
 
 class Unauthorized(ChatError):
     type = "unauthorized"
-    status = 401
-    title = "Sign in first"
 
 
 class NotFound(ChatError):
     type = "not_found"
-    status = 404
-    title = "Not found"
 
 
 class MessageBlank(ChatError):
     type = "message_blank"
-    status = 422
-    title = "The message is empty"
 
 
 class MessageTooLong(ChatError):
     type = "message_too_long"
-    status = 422
-    title = "The message is too long"
+
+
+class TextInvalid(ChatError):
+    """Text with characters no thread can keep (NUL, lone surrogates)."""
+
+    type = "text_invalid"
 
 
 class TimeZoneInvalid(ChatError):
     type = "time_zone_invalid"
-    status = 400
-    title = "Unknown time zone"
 
 
 class ThreadBusy(ChatError):
     type = "thread_busy"
-    status = 503
-    title = "Your thread is busy with another request"
+
+
+class KnowledgeUnavailable(ChatError):
+    """The memory service (Zep, or the graph) did not answer in time."""
+
+    type = "knowledge_unavailable"
 
 
 class TooManyStreams(ChatError):
     type = "too_many_streams"
-    status = 429
-    title = "Too many live connections"
 
 
 class SignInDisabled(ChatError):
     type = "local_sign_in_disabled"
-    status = 404
-    title = "Local sign-in is not available"
+
+
+class AdminDisabled(ChatError):
+    type = "admin_disabled"
+
+
+class DateInvalid(ChatError):
+    type = "date_invalid"

@@ -7,17 +7,29 @@ in the domain, not here, so they keep that type.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from chat.blank import is_unkeepable
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _keepable(text: str) -> str:
+    if is_unkeepable(text):
+        raise ValueError("NUL characters and lone surrogates cannot be kept")
+    return text
+
+
+# A string the database can store and JSON can send back (a 422 otherwise, never a 500).
+KeepableStr = Annotated[str, AfterValidator(_keepable)]
+
+
 class LocalSignIn(_Strict):
-    name: str = Field(
+    name: KeepableStr = Field(
         min_length=1, max_length=100, pattern=r"\S", description="Display name; the same name signs in again."
     )
 

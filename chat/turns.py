@@ -42,12 +42,13 @@ from agents import (
     to_contents,
     window,
 )
-from chat.blank import is_blank
-from chat.errors import MessageBlank, MessageTooLong
+from chat.blank import is_blank, is_unkeepable
+from chat.errors import MessageBlank, MessageTooLong, TextInvalid
 from chat.people import Person
+from chat.ports import RunStore, ThreadStore
 from chat.routing import route
-from chat.runs import Run, Runs
-from chat.threads import Message, Threads
+from chat.runs import Run
+from chat.threads import Message
 from chat.wallet import Wallet
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,22 @@ class TurnResult:
         return {"messages": [m.as_json() for m in self.messages], "runs": [r.as_json() for r in self.runs]}
 
 
+class _WalletEmptyAtHandoff(Exception):
+    """Ava tried to hand on but the wallet is empty: her run stops here, and she says why
+    in a reply of our own, so no further model call is made (or charged) for it."""
+
+    def __init__(self, specialist: AgentSpec) -> None:
+        super().__init__(f"the wallet is empty; {specialist.name} cannot run")
+        self.specialist = specialist
+
+
+def wallet_empty_reply(specialist: AgentSpec, channel: Channel) -> str:
+    """Ava's short explanation when a turn is refused at the handoff (voice: with the
+    emotion tag her voice uses, which the thread keeps as metadata)."""
+    text = f"Your wallet is empty, so I can't ask {specialist.display_name} right now. Top it up and ask me again."
+    return text if channel == "text" else f"{text} #guilty#"
+
+
 @dataclass(slots=True)
 class _Turn:
     """What every run of one turn shares."""
@@ -92,7 +109,7 @@ class _Turn:
 class _Recorder:
     """Writes what a run does as it does it, and charges each model call at once."""
 
-    def __init__(self, runs: Runs, wallet: Wallet, run: Run, person_id: str) -> None:
+    def __init__(self, runs: RunStore, wallet: Wallet, run: Run, person_id: str) -> None:
         self._runs = runs
         self._wallet = wallet
         self._run = run
@@ -117,6 +134,8 @@ class _Recorder:
 def check_text(text: str) -> str:
     if len(text) > TEXT_CHARS_MAX:
         raise MessageTooLong(f"A message holds at most {TEXT_CHARS_MAX} characters; this one has {len(text)}.")
+    if is_unkeepable(text):
+        raise TextInvalid("The text holds a NUL character or half of a surrogate pair; send plain UTF-8.")
     if is_blank(text):
         raise MessageBlank("Write something before sending.")
     return text
@@ -126,8 +145,8 @@ class Turns:
     def __init__(
         self,
         *,
-        threads: Threads,
-        runs: Runs,
+        threads: ThreadStore,
+        runs: RunStore,
         wallet: Wallet,
         model: Model,
         model_name: Callable[[str], str],
@@ -153,7 +172,13 @@ class Turns:
     ) -> TurnResult:
         """Write the person's message, run whoever it is for, and return what the turn wrote."""
         check_text(text)
-        if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
+        if client_id is not None and await self._threads.by_client_id(person.id, client_id) is not None:
+            # A retry: the first attempt may still be running. Waiting for the thread
+            # means waiting for that turn to end, so the answer is the whole turn (every
+            # message and finished run), and an empty wallet since then is no 402.
+            async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
+                earlier = await self._replay(person, client_id)
+            assert earlier is not None, "a message once written stays"
             return earlier
         await self._wallet.guard(person.id)  # 402 before anything is written
         async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
@@ -194,10 +219,7 @@ class Turns:
     def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
         async def delegate(specialist: AgentSpec, tag: str) -> str:
             if not await self._wallet.has_balance(turn.person.id):
-                raise ToolError(
-                    f"The person's wallet is empty, so {specialist.display_name} cannot run. "
-                    "Tell them kindly to top up."
-                )
+                raise _WalletEmptyAtHandoff(specialist)
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
@@ -287,6 +309,10 @@ class Turns:
                 limits=self._limits,
             )
             reply = "" if is_blank(outcome.text) else outcome.text.strip()
+        except _WalletEmptyAtHandoff as exc:
+            reply = wallet_empty_reply(exc.specialist, turn.channel)
+            await self._write_reply(turn, agent, run, reply)
+            error = ("insufficient_balance", "The wallet emptied before the handoff.")
         except RunLimitExceeded as exc:
             error = ("run_limit_exceeded", str(exc))
         except ModelUnavailable:

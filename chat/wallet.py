@@ -14,11 +14,8 @@ import logging
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
-import asyncpg
-
 from chat.detached import run_detached
-from chat.events import publish
-from chat.runs import Runs
+from chat.ports import EventSink, RunStore
 from ledger import (
     DayUsage,
     Entry,
@@ -59,14 +56,24 @@ def _debited(transaction: Transaction | None) -> int:
 
 
 class Wallet:
+    """Written against ports (the ledger, prices, runs, events), so it runs the same on
+    PostgreSQL and on the in-memory twins."""
+
     def __init__(
-        self, *, ledger: Ledger, prices: Prices, runs: Runs, pool: asyncpg.Pool, signup_grant_micros: int
+        self,
+        *,
+        ledger: Ledger,
+        prices: Prices,
+        runs: RunStore,
+        events: EventSink,
+        signup_grant_micros: int,
+        voice_prices: VoicePriceBook | None = None,
     ) -> None:
         self._ledger = ledger
         self._prices = prices
-        self._voice_prices = VoicePriceBook(pool)
+        self._voice_prices = voice_prices
         self._runs = runs
-        self._pool = pool
+        self._events = events
         self._signup_grant_micros = signup_grant_micros
 
     async def balance_micros(self, person_id: str) -> int:
@@ -85,8 +92,8 @@ class Wallet:
 
     async def announce(self, person_id: str) -> None:
         balance = await self.balance_micros(person_id)
-        await publish(
-            self._pool, person_id, "wallet.changed", {"balance_micros": balance, "balance": format_rupiah(balance)}
+        await self._events.publish(
+            person_id, "wallet.changed", {"balance_micros": balance, "balance": format_rupiah(balance)}
         )
 
     async def charge_call(
@@ -135,6 +142,7 @@ class Wallet:
         self, *, person_id: str, call_id: str, slice_index: int, channel: str, usage: VoiceUsage
     ) -> int:
         """Charge one slice of a call's speech (seconds heard, characters spoken)."""
+        assert self._voice_prices is not None, "a wallet that bills calls is given voice prices"
         transaction = await run_detached(
             charge_voice_usage(
                 self._ledger,

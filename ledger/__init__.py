@@ -20,8 +20,8 @@ from ledger.errors import (
     Unbalanced,
 )
 from ledger.ledger import ENTRIES_PAGE_MAX, Entry, Ledger, PostgresLedger
+from ledger.model import Posting, Transaction, TransactionSpec, TransactionType
 from ledger.money import AMOUNT_MICROS_MAX, MICROS_PER_RUPIAH, format_rupiah
-from ledger.postings import Posting, Transaction, TransactionSpec, TransactionType
 from ledger.prices import Price, PriceBook, Prices, TokenUsage, cost_micros
 from ledger.usage import DayUsage
 from ledger.voice_usage import VoicePrice, VoicePriceBook, VoiceUsage, charge_voice_usage, voice_cost_micros

@@ -21,7 +21,8 @@ from datetime import datetime
 from ledger.accounts import GRANT_ACCOUNT, REVENUE_ACCOUNT, TOPUP_ACCOUNT, user_account
 from ledger.errors import AmountInvalid, InsufficientBalance, RefConflict, RefInvalid
 from ledger.ledger import Ledger
-from ledger.postings import Posting, Transaction, TransactionSpec, check_amount
+from ledger.model import Posting, Transaction, TransactionSpec
+from ledger.postings import check_amount
 from ledger.prices import Prices, TokenUsage, cost_micros
 
 TOPUP_REF_CHARS_MAX = 100

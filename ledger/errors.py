@@ -1,44 +1,51 @@
-"""The ledger's errors: one small hierarchy, each with a stable `code`.
+"""The ledger's errors: one small hierarchy, each with a stable `type`.
 
-The code is what the edge puts in a problem+json `type` and what a client may branch on,
-so it never changes once shipped; the message is for people and may. HTTP statuses are
-chosen at the edge (main.py), never here.
+The type is what the edges put in a problem+json `type` or a WebSocket error event's
+`code`, and what a client may branch on, so it never changes once shipped; the message
+is for people and may. It is the same vocabulary as every other domain's errors (chat,
+voice): how a type answers at each door (an HTTP status, a close code, a spoken notice)
+is chosen at the edges, never here. `code` is the older name of `type`, kept for callers
+that read it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-if TYPE_CHECKING:
-    from ledger.postings import Transaction
+from ledger.model import Transaction
 
 
 class LedgerError(Exception):
+    type: ClassVar[str] = "ledger_error"
     code: ClassVar[str] = "ledger_error"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.code = cls.type
 
 
 class AmountInvalid(LedgerError):
     """An amount that is not a whole, non-zero number of micro-rupiah within limits."""
 
-    code = "amount_invalid"
+    type = "amount_invalid"
 
 
 class Unbalanced(LedgerError):
     """Postings that do not sum to zero, or too few or too many of them."""
 
-    code = "unbalanced"
+    type = "unbalanced"
 
 
 class RefInvalid(LedgerError):
     """An idempotency ref that is empty, too long or not printable ASCII."""
 
-    code = "ref_invalid"
+    type = "ref_invalid"
 
 
 class RefConflict(LedgerError):
     """The ref was used before for a different transaction; nothing was written."""
 
-    code = "ref_conflict"
+    type = "ref_conflict"
 
     def __init__(self, message: str, *, existing: Transaction) -> None:
         super().__init__(message)
@@ -48,13 +55,13 @@ class RefConflict(LedgerError):
 class AccountUnknown(LedgerError):
     """An account id that is not one the ledger can hold."""
 
-    code = "account_unknown"
+    type = "account_unknown"
 
 
 class InsufficientBalance(LedgerError):
     """The wallet is empty or overdrawn, so no new run may start."""
 
-    code = "insufficient_balance"
+    type = "insufficient_balance"
 
     def __init__(self, message: str, *, balance_micros: int) -> None:
         super().__init__(message)
@@ -64,4 +71,4 @@ class InsufficientBalance(LedgerError):
 class PriceMissing(LedgerError):
     """No price row, neither the model's own nor the '*' default, was valid at that time."""
 
-    code = "price_missing"
+    type = "price_missing"

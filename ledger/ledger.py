@@ -32,7 +32,8 @@ import asyncpg
 from ledger.accounts import check_account
 from ledger.audit import VerifyReport, audit
 from ledger.errors import RefConflict
-from ledger.postings import CHARGE_TYPES, Posting, Transaction, TransactionSpec, checked_postings
+from ledger.model import CHARGE_TYPES, Posting, Transaction, TransactionSpec
+from ledger.postings import checked_postings
 from ledger.usage import USAGE_FOR_DAY_SQL, DayUsage, day_bounds, day_usage
 
 log = logging.getLogger(__name__)

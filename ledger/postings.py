@@ -1,7 +1,7 @@
-"""What a ledger write is made of, and the rules a write must meet before it is tried.
+"""The rules a ledger write must meet before it is tried.
 
-A `TransactionSpec` is one business event: its type, its idempotency ref, the receipt
-and two or more postings that sum to zero. `checked_postings` enforces every rule the
+A `TransactionSpec` (in `ledger.model`) is one business event: its type, its idempotency
+ref, the receipt and two or more postings that sum to zero. `checked_postings` enforces every rule the
 database would (and a few it cannot see, such as a float sneaking in as an amount)
 before any SQL runs, so a refused write has written nothing. It returns the postings in
 the ledger's lock order.
@@ -10,56 +10,15 @@ the ledger's lock order.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
 
 from ledger.accounts import check_account
 from ledger.errors import AmountInvalid, RefInvalid, Unbalanced
+from ledger.model import TRANSACTION_TYPES, Posting, TransactionSpec
 from ledger.money import AMOUNT_MICROS_MAX
-
-TransactionType = Literal["agent_call", "voice_usage", "signup_grant", "topup", "adjustment"]
-TRANSACTION_TYPES: frozenset[str] = frozenset({"agent_call", "voice_usage", "signup_grant", "topup", "adjustment"})
-# The types that spend a person's money on usage; a day's usage sums these.
-CHARGE_TYPES: tuple[str, ...] = ("agent_call", "voice_usage")
 
 POSTINGS_MAX = 16
 REF_CHARS_MAX = 200
 _REF = re.compile(rf"[!-~]{{1,{REF_CHARS_MAX}}}")  # printable ASCII, no spaces
-
-
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """Money into (positive) or out of (negative) one account."""
-
-    account_id: str
-    amount_micros: int
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionSpec:
-    type: TransactionType
-    # The idempotency key: the same event written twice must carry the same ref.
-    ref: str
-    postings: tuple[Posting, ...]
-    # The receipt, stored as JSONB (at most 16 KiB); shown to the person with each entry.
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    # When the event happened (aware); the database clock when None. A charge retried
-    # after a crash passes its model call's time, so it lands in that call's day.
-    at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Transaction:
-    id: int
-    type: str
-    ref: str
-    postings: tuple[Posting, ...]  # in lock order: by account id, then amount
-    metadata: dict[str, Any]
-    created_at: datetime
-    # True when the ref had already been written: this is that first transaction.
-    replayed: bool = False
 
 
 def check_amount(amount_micros: object) -> int:

@@ -15,7 +15,7 @@ import asyncpg
 from ledger.charging import usage_postings
 from ledger.errors import PriceMissing
 from ledger.ledger import Ledger
-from ledger.postings import Transaction, TransactionSpec
+from ledger.model import Transaction, TransactionSpec
 
 _PRICE_SQL = """
 SELECT id, engine, per_million_units_idr FROM voice_prices

@@ -6,8 +6,10 @@ main.py imports the names listed here; engines are imported by main.py from
 """
 
 from voice.calls import CallLimits, CallRegistry
-from voice.doors import VoiceDoors, build_voice_router
+from voice.doors import build_voice_router
+from voice.errors import VoiceError
 from voice.pipeline import Engines, TurnTiming
+from voice.shared import VoiceDoors
 from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "Engines",
     "TurnTiming",
     "VoiceDoors",
+    "VoiceError",
     "build_voice_router",
     "build_webrtc_router",
     "end_webrtc_calls",

@@ -70,6 +70,11 @@ class AvaVoiceAgent(FrameProcessor):
     def can_generate_metrics(self) -> bool:
         return True
 
+    @property
+    def ending(self) -> bool:
+        """A goodbye is under way: nothing more will be said on this call."""
+        return self._ending
+
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, LLMContextFrame):
@@ -85,7 +90,9 @@ class AvaVoiceAgent(FrameProcessor):
         await self.start_ttfb_metrics()
         reply = await self._turn(text)
         await self.stop_ttfb_metrics()
-        if reply is None or generation != self._generation or self._ending:
+        if reply is None or self._ending:
+            return
+        if generation != self._generation and not reply.end_call:
             return  # the person spoke over us meanwhile: the thread has it, the speech is stale
         await self.speak(reply)
 

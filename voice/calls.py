@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from pipecat.frames.frames import (
@@ -30,8 +30,10 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
-from chat import ChatError, Person, Turns, run_detached
+from chat import Person, Turns, run_detached
 from voice.agent import VoiceTurn
+from voice.edge import DOMAIN_ERRORS, notice_for
+from voice.errors import CallInProgress, CallsBusy
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +50,8 @@ class CallLimits:
     start_timeout_s: float = 10.0
 
 
-class CallRefused(Exception):
-    """A call cannot start now; `code` says why (§9.2 error codes)."""
-
-    def __init__(self, code: str, message: str, close_code: int) -> None:
-        super().__init__(message)
-        self.code = code
-        self.close_code = close_code
+# Ends a live call for a reason, with a spoken goodbye where the call can still speak.
+CallEnder = Callable[[str], Awaitable[None]]
 
 
 @dataclass
@@ -64,6 +61,10 @@ class Call:
     channel: str
     started_at: float = field(default_factory=time.monotonic)
     end_reason: str | None = None
+    # Set by the call's session once it runs: how to end it from outside (a shutdown),
+    # with a goodbye (`ender`) or at once (`cutter`).
+    ender: CallEnder | None = None
+    cutter: Callable[[], Awaitable[None]] | None = None
 
 
 class CallRegistry:
@@ -72,36 +73,78 @@ class CallRegistry:
     def __init__(self, limits: CallLimits) -> None:
         self.limits = limits
         self._calls: dict[str, Call] = {}
+        self._empty = asyncio.Event()
+        self._empty.set()
 
     def __len__(self) -> int:
         return len(self._calls)
 
+    def live(self) -> list[Call]:
+        return list(self._calls.values())
+
+    async def emptied(self, *, timeout_s: float) -> bool:
+        """Wait until no call is live, for at most `timeout_s`; whether none is."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(timeout_s, 0)):
+                await self._empty.wait()
+        return not self._calls
+
     @contextlib.contextmanager
     def claim(self, person: Person, channel: str) -> Any:
         if person.id in self._calls:
-            raise CallRefused("call_in_progress", "You are already on a call.", 4409)
+            raise CallInProgress("You are already on a call.")
         if len(self._calls) >= self.limits.per_process_max:
-            raise CallRefused("server_busy", "Too many calls right now; try again shortly.", 1013)
+            raise CallsBusy("Too many calls right now; try again shortly.")
         call = Call(id=f"call_{secrets.token_hex(8)}", person=person, channel=channel)
         self._calls[person.id] = call
+        self._empty.clear()
         try:
             yield call
         finally:
             self._calls.pop(person.id, None)
+            if not self._calls:
+                self._empty.set()
 
 
-def voice_turn(turns: Turns, person: Person, *, zone: ZoneInfo, channel: str) -> VoiceTurn:
-    """A call's turns go through the same router, runtime, thread and wallet as text."""
+def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
+    """A call's turns go through the same router, runtime, thread and wallet as text. A
+    turn refused on a live call is never silence: Ava says why, and an error that ends
+    the call (an empty wallet) names the hang-up reason."""
 
     async def run(text: str) -> SpokenReply | None:
         try:
-            result = await run_detached(turns.post(person, text=text[:4000], channel=channel, zone=zone))  # type: ignore[arg-type]
-        except ChatError as exc:
-            log.info("voice turn refused: %s", exc.type)
-            return None
-        return result.spoken
+            result = await run_detached(turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone))  # type: ignore[arg-type]
+        except DOMAIN_ERRORS as exc:
+            log.info("voice turn refused: %s", getattr(exc, "type", ""), extra={"call": call.id})
+            notice, reason = notice_for(exc)
+        except Exception as exc:
+            log.exception("voice turn failed", extra={"call": call.id})
+            notice, reason = notice_for(exc)
+        else:
+            return result.spoken
+        if reason is not None and call.end_reason is None:
+            call.end_reason = reason
+        return notice
 
     return run
+
+
+class Clock(Protocol):
+    """Time as the call limits see it; tests pass a clock they move by hand."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    """The real clock: monotonic seconds, asyncio's sleep."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 class CallClock:
@@ -113,29 +156,34 @@ class CallClock:
         limits: CallLimits,
         *,
         speak: Callable[[SpokenReply], Awaitable[None]],
+        clock: Clock | None = None,
         tick_s: float = 0.5,
     ) -> None:
         self._call = call
         self._limits = limits
         self._speak = speak
+        self._clock = clock or MonotonicClock()
         self._tick_s = tick_s
-        self._last_activity = time.monotonic()
+        self._started = self._clock.now()
+        self._last_activity = self._started
         self._checked = False
 
     def activity(self, *, by_person: bool = True) -> None:
         """Someone spoke. Ava's own "are you still there?" must not restart the silence it
         asks about, so once the check is out only the person resets the idle clock."""
         if by_person:
-            self._last_activity = time.monotonic()
+            self._last_activity = self._clock.now()
             self._checked = False
         elif not self._checked:
-            self._last_activity = time.monotonic()
+            self._last_activity = self._clock.now()
 
     async def run(self) -> None:
         while self._call.end_reason is None:
-            await asyncio.sleep(self._tick_s)
-            now = time.monotonic()
-            if now - self._call.started_at >= self._limits.duration_max_s:
+            await self._clock.sleep(self._tick_s)
+            now = self._clock.now()
+            if self._call.end_reason is not None:
+                return
+            if now - self._started >= self._limits.duration_max_s:
                 await self._end("max_duration", "We've been talking for a while, so I'll let you go now. Bye!")
             elif now - self._last_activity >= self._limits.idle_s:
                 await self._end("idle", "I'll hang up for now. Call me anytime!")

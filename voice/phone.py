@@ -11,9 +11,12 @@ in the `phone` channel.
 The caller is identified by a per-person phone link: for now the person's session token
 as a `<Parameter name="token">` (or `?token=` on the URL, for bridges that can set one;
 Twilio's own `<Stream>` URL does not carry a query string). Twilio has no error channel,
-so a refusal is a close code plus a log line: 4401 bad or missing token, 4402 empty
-wallet, 4409 / 1013 no call slot, 1003 unsupported format, 1008 protocol violation,
-1009 frame too large. A refused call writes nothing to the thread.
+so a refusal is the §9.2 error event (which Twilio ignores; other bridges may read it),
+the close code and a log line, from the same translator as the speaker door
+(`voice.edge.refuse`): 4401 bad or missing token, 4402 empty wallet, 4409 / 1013 no call
+slot, 1003 unsupported format, 1008 protocol violation, 1009 frame too large. A refused
+call writes nothing to the thread. A wallet that empties mid-call gets Ava's spoken
+notice, then the call ends and the socket closes 4402.
 
 Rates: the pipeline hears at 16 kHz (what Silero VAD and Whisper take, so the serializer
 upsamples Twilio's 8 kHz once, on the way in) and speaks at 8 kHz, the wire's own rate:
@@ -32,11 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, WebSocket
@@ -45,13 +47,13 @@ from pipecat.serializers.twilio import TwilioFrameSerializer
 from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from chat import ChatError, Person, parse_zone
-from voice.calls import Call, CallLimits, CallRefused
+from chat import Person, Unauthorized, parse_zone
+from voice.calls import Call, CallLimits
+from voice.edge import DOMAIN_ERRORS, HANGUP_CLOSE_CODES, parse_frame, refuse
+from voice.errors import ProtocolViolation, UnsupportedFormat, VoiceError
 from voice.session import CallSession
-from voice.speaker import PIPELINE_RATE_IN, ProtocolError
-
-if TYPE_CHECKING:  # voice.doors wires this door in, so it is imported here for types only
-    from voice.doors import VoiceDoors
+from voice.shared import VoiceDoors
+from voice.speaker import PIPELINE_RATE_IN
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +79,17 @@ class StreamStart:
 
 
 def parse_stream_start(event: dict[str, Any]) -> StreamStart:
-    """Validate Twilio's `start` event; raise `ProtocolError` with the close code."""
+    """Validate Twilio's `start` event; raise the voice error that refuses it."""
     start = event.get("start")
     if not isinstance(start, dict):
-        raise ProtocolError("protocol_violation", "The start event has no `start` object.", 1008)
+        raise ProtocolViolation("The start event has no `start` object.")
     stream_sid = start.get("streamSid") or event.get("streamSid")
     if not isinstance(stream_sid, str) or not stream_sid:
-        raise ProtocolError("protocol_violation", "The start event has no streamSid.", 1008)
+        raise ProtocolViolation("The start event has no streamSid.")
     media = start.get("mediaFormat")
     wire = (media.get("encoding"), media.get("sampleRate"), media.get("channels")) if isinstance(media, dict) else None
     if wire != (PHONE_ENCODING, PHONE_RATE, 1):
-        raise ProtocolError("unsupported_format", "Media must be audio/x-mulaw, 8000 Hz, 1 channel.", 1003)
+        raise UnsupportedFormat("Media must be audio/x-mulaw, 8000 Hz, 1 channel.")
     call_sid = start.get("callSid")
     custom = start.get("customParameters")
     parameters = {k: v for k, v in custom.items() if isinstance(v, str)} if isinstance(custom, dict) else {}
@@ -95,18 +97,10 @@ def parse_stream_start(event: dict[str, Any]) -> StreamStart:
 
 
 def _event(text: str | None, limits: CallLimits) -> dict[str, Any]:
-    """One Twilio message as a dict, or the `ProtocolError` its shape deserves."""
+    """One Twilio message as a dict, or the voice error its shape deserves."""
     if text is None:
-        raise ProtocolError("unsupported_format", "Media Streams messages are text frames.", 1003)
-    if len(text) > limits.frame_bytes_max:
-        raise ProtocolError("frame_too_large", f"Messages hold at most {limits.frame_bytes_max} bytes.", 1009)
-    try:
-        event = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProtocolError("bad_json", "Messages must be JSON.", 1008) from exc
-    if not isinstance(event, dict):
-        raise ProtocolError("protocol_violation", "Messages must be JSON objects.", 1008)
-    return event
+        raise UnsupportedFormat("Media Streams messages are text frames.")
+    return parse_frame(text, bytes_max=limits.frame_bytes_max)
 
 
 async def read_stream_start(websocket: WebSocket, limits: CallLimits) -> StreamStart | None:
@@ -120,8 +114,8 @@ async def read_stream_start(websocket: WebSocket, limits: CallLimits) -> StreamS
             continue
         if event.get("event") == "start":
             return parse_stream_start(event)
-        raise ProtocolError("protocol_violation", "The stream must begin with `connected` and `start`.", 1008)
-    raise ProtocolError("protocol_violation", "No start event among the first messages.", 1008)
+        raise ProtocolViolation("The stream must begin with `connected` and `start`.")
+    raise ProtocolViolation("No start event among the first messages.")
 
 
 async def close(websocket: WebSocket, close_code: int, reason: str) -> None:
@@ -170,8 +164,9 @@ class PhoneSocket:
         return getattr(self._websocket, name)
 
     async def close(self, code: int = 1000, reason: str | None = None) -> None:
-        # Pipecat closes on teardown even after we closed with a protocol code.
-        await close(self._websocket, code, reason or "")
+        # Pipecat closes on teardown even after we closed with a protocol code; a call
+        # that ended for an empty wallet closes 4402.
+        await close(self._websocket, HANGUP_CLOSE_CODES.get(self._call.end_reason or "", code), reason or "")
 
     async def receive(self) -> dict[str, Any]:
         message = cast(dict[str, Any], await self._websocket.receive())
@@ -180,12 +175,12 @@ class PhoneSocket:
         try:
             event = _event(message.get("text"), self._limits)
             if event.get("event") in ("connected", "start"):
-                raise ProtocolError("protocol_violation", "The stream has already started.", 1008)
-        except ProtocolError as exc:
-            self._call.end_reason = self._call.end_reason or exc.code
-            log.warning("phone call closed: %s", exc.code, extra={"call": self._call.id})
-            await close(self._websocket, exc.close_code, exc.code)
-            return {"type": "websocket.disconnect", "code": exc.close_code}
+                raise ProtocolViolation("The stream has already started.")
+        except VoiceError as exc:
+            self._call.end_reason = self._call.end_reason or exc.type
+            log.warning("phone call closed: %s", exc.type, extra={"call": self._call.id})
+            close_code = await refuse(self._websocket, exc)
+            return {"type": "websocket.disconnect", "code": close_code}
         if event.get("event") == "stop":
             self._call.end_reason = self._call.end_reason or "caller_hangup"
             return {"type": "websocket.disconnect", "code": 1000}
@@ -200,53 +195,36 @@ def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCrede
         await websocket.accept()
         try:
             admitted = await _admit(doors, websocket)
-        except ProtocolError as exc:
-            log.warning("phone call refused: %s", exc.code)
-            await close(websocket, exc.close_code, exc.code)
-            return
-        if admitted is None:
-            return  # Twilio hung up before the stream started
-        stream, person = admitted
-        zone = _zone(stream, person)
-        try:
+            if admitted is None:
+                return  # Twilio hung up before the stream started
+            stream, person, zone = admitted
             with doors.registry.claim(person, "phone") as call:
                 log.info("phone call started", extra={"call": call.id, "person": person.id, "sid": stream.call_sid})
                 await _run_phone_call(doors, websocket, call, stream, zone, twilio)
-        except CallRefused as exc:
-            log.warning("phone call refused: %s", exc.code, extra={"person": person.id})
-            await close(websocket, exc.close_code, exc.code)
+        except DOMAIN_ERRORS as exc:
+            log.warning("phone call refused: %s", getattr(exc, "type", ""))
+            await refuse(websocket, exc)
 
 
-async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, Person] | None:
-    """The stream's start and its caller (None: the peer left first), or a
-    `ProtocolError` with the close code."""
+async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, Person, ZoneInfo] | None:
+    """The stream's start, its caller and their zone (None: the peer left first), or the
+    domain error that refuses the call (a bad token or zone, an empty wallet, a broken
+    stream)."""
     try:
         async with asyncio.timeout(doors.limits.start_timeout_s):
             stream = await read_stream_start(websocket, doors.limits)
     except TimeoutError as exc:
-        raise ProtocolError("protocol_violation", "No start event arrived in time.", 1008) from exc
+        raise ProtocolViolation("No start event arrived in time.") from exc
     if stream is None:
         return None
     person = await doors.person_for(stream.parameters.get("token") or websocket.query_params.get("token"))
     if person is None:
-        raise ProtocolError("unauthorized", "The phone link carries no valid token.", 4401)
+        raise Unauthorized("The phone link carries no valid token.")
+    # A `<Parameter name="time_zone">` must name an IANA zone, as the speaker's `start` must.
+    zone = parse_zone(stream.parameters.get("time_zone") or person.time_zone)
     if doors.guard is not None:
-        try:
-            await doors.guard(person)
-        except ChatError as exc:
-            raise ProtocolError(exc.type, str(exc), doors.guard_close_codes.get(exc.type, 1008)) from exc
-    return stream, person
-
-
-def _zone(stream: StreamStart, person: Person) -> ZoneInfo:
-    """The zone a `<Parameter name="time_zone">` names, else the person's own."""
-    named = stream.parameters.get("time_zone")
-    if named:
-        try:
-            return parse_zone(named)
-        except ChatError:
-            log.info("phone call names an unknown time zone; using the person's")
-    return parse_zone(person.time_zone)
+        await doors.guard(person)
+    return stream, person, zone
 
 
 async def _run_phone_call(

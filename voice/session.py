@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from pipecat.pipeline.worker import PipelineWorker
@@ -18,23 +17,26 @@ from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.transports.base_transport import BaseTransport
 from pipecat.workers.runner import WorkerRunner
 
+from agents import Segment, SpokenReply
 from voice.agent import AvaVoiceAgent
 from voice.calls import ActivityTap, Call, CallClock, running, voice_turn
 from voice.pipeline import build_call
+from voice.shared import VoiceDoors
 
-if TYPE_CHECKING:
-    from voice.doors import VoiceDoors
+# What Ava says when the server ends a call (a shutdown): short, so it fits the drain.
+_GOODBYES = {"shutdown": "I have to go for a moment. Call me again soon. Bye!"}
+_GOODBYE_OTHERWISE = "I have to hang up now. Bye!"
 
 
 class CallSession:
     def __init__(self, doors: VoiceDoors, call: Call, *, zone: ZoneInfo) -> None:
         self.doors = doors
         self.call = call
-        self.agent = AvaVoiceAgent(
-            voice_turn(doors.turns, call.person, zone=zone, channel=call.channel), on_end_call=self._agent_ended
-        )
-        self.clock = CallClock(call, doors.limits, speak=self.agent.speak)
+        self.agent = AvaVoiceAgent(voice_turn(doors.turns, call, zone=zone), on_end_call=self._agent_ended)
+        self.clock = CallClock(call, doors.limits, speak=self.agent.speak, clock=doors.clock)
         self._worker: PipelineWorker | None = None
+        call.ender = self.end_with_goodbye
+        call.cutter = call.cutter or self._cut  # a door may know a better way to cut
 
     def _agent_ended(self) -> None:
         if self.call.end_reason is None:
@@ -62,6 +64,20 @@ class CallSession:
             self.call.end_reason = reason
         if self._worker is not None:
             await self._worker.cancel()
+
+    async def end_with_goodbye(self, reason: str) -> None:
+        """End the call from outside: Ava says goodbye (not interruptible), then the call
+        hangs up with `reason` after the last audio byte. A call already ending is left
+        to end as it is."""
+        if self.agent.ending or self._worker is None:
+            return
+        if self.call.end_reason is None:
+            self.call.end_reason = reason
+        goodbye = _GOODBYES.get(reason, _GOODBYE_OTHERWISE)
+        await self.agent.speak(SpokenReply((Segment(goodbye, "affectionate"),), end_call=True))
+
+    async def _cut(self) -> None:
+        await self.end_now(self.call.end_reason or "shutdown")
 
     async def run(self, *alongside: Awaitable[None]) -> None:
         """Run the call to its end, with the clock (and any other watchers) beside it."""

@@ -9,6 +9,7 @@ close code the protocol names; nothing about it ever reaches the thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -32,19 +33,15 @@ from pipecat.processors.frame_processor import FrameProcessorSetup
 from pipecat.serializers.base_serializer import FrameSerializer
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from chat import TimeZoneInvalid
 from voice.calls import Call, CallLimits
+from voice.edge import HANGUP_CLOSE_CODES, parse_frame, refuse
+from voice.errors import FrameTooLarge, ProtocolViolation, UnsupportedFormat, VoiceError
 
 log = logging.getLogger(__name__)
 
 SAMPLE_RATES = (8_000, 16_000, 24_000, 48_000)
 PIPELINE_RATE_IN = 16_000  # what Silero VAD and the STT engines take
-
-
-class ProtocolError(Exception):
-    def __init__(self, code: str, message: str, close_code: int) -> None:
-        super().__init__(message)
-        self.code = code
-        self.close_code = close_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,44 +50,24 @@ class Start:
     time_zone: ZoneInfo | None
 
 
-def parse_start(message: dict[str, Any], *, parse_zone: Callable[[str], ZoneInfo]) -> Start:
-    """Validate the first frame; raise `ProtocolError` with the §9.2 close code."""
-    text = message.get("text")
-    if text is None:
-        raise ProtocolError("protocol_violation", "The first frame must be a text `start` event.", 1008)
-    try:
-        start = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProtocolError("bad_json", "The first frame is not valid JSON.", 1008) from exc
-    if not isinstance(start, dict) or start.get("type") != "start":
-        raise ProtocolError("protocol_violation", "The first frame must be a `start` event.", 1008)
+def parse_start(message: dict[str, Any], *, parse_zone: Callable[[str], ZoneInfo], bytes_max: int) -> Start:
+    """Validate the first frame; raise the domain error whose type names the refusal."""
+    if message.get("text") is None:
+        raise ProtocolViolation("The first frame must be a text `start` event.")
+    start = parse_frame(message.get("text"), bytes_max=bytes_max)
+    if start.get("type") != "start":
+        raise ProtocolViolation("The first frame must be a `start` event.")
     rate = start.get("sample_rate")
     if not isinstance(rate, int) or isinstance(rate, bool) or rate not in SAMPLE_RATES:
-        raise ProtocolError("unsupported_format", f"sample_rate must be one of {list(SAMPLE_RATES)}.", 1003)
+        raise UnsupportedFormat(f"sample_rate must be one of {list(SAMPLE_RATES)}.")
     if start.get("encoding", "pcm_s16le") != "pcm_s16le":
-        raise ProtocolError("unsupported_format", "encoding must be pcm_s16le.", 1003)
+        raise UnsupportedFormat("encoding must be pcm_s16le.")
     if start.get("channels", 1) != 1:
-        raise ProtocolError("unsupported_format", "channels must be 1.", 1003)
+        raise UnsupportedFormat("channels must be 1.")
     zone_name = start.get("time_zone")
-    zone = None
-    if zone_name is not None:
-        if not isinstance(zone_name, str):
-            raise ProtocolError("time_zone_invalid", "time_zone must be an IANA name.", 1008)
-        try:
-            zone = parse_zone(zone_name)
-        except Exception as exc:
-            raise ProtocolError("time_zone_invalid", "time_zone must be an IANA name.", 1008) from exc
-    return Start(sample_rate=rate, time_zone=zone)
-
-
-async def send_error(websocket: WebSocket, code: str, message: str, close_code: int) -> None:
-    """The error event, then the close; a peer that is already gone is not an error."""
-    try:
-        if websocket.application_state == WebSocketState.CONNECTED:
-            await websocket.send_text(json.dumps({"type": "error", "code": code, "message": message}))
-            await websocket.close(code=close_code)
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        log.debug("peer gone before the error could be sent")
+    if zone_name is not None and not isinstance(zone_name, str):
+        raise TimeZoneInvalid("time_zone must be an IANA name (e.g. Asia/Jakarta).")
+    return Start(sample_rate=rate, time_zone=parse_zone(zone_name) if zone_name is not None else None)
 
 
 class SpeakerSerializer(FrameSerializer):
@@ -135,40 +112,44 @@ class SpeakerSerializer(FrameSerializer):
 
 class GuardedSocket:
     """The WebSocket as Pipecat's transport sees it, with the protocol's rules applied to
-    what the speaker sends: oversized frames close with 1009, garbage JSON with 1008, and
-    `{"type":"hangup"}` ends the call at once. Everything else passes through."""
+    what the speaker sends: oversized frames close with 1009, garbage or too deeply
+    nested JSON with 1008, and `{"type":"hangup"}` ends the call at once. Everything else
+    passes through. Closing after a hang-up uses the code its reason names (4402 for an
+    empty wallet)."""
 
-    def __init__(self, websocket: WebSocket, limits: CallLimits, *, on_hangup: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self, websocket: WebSocket, limits: CallLimits, call: Call, *, on_hangup: Callable[[], Awaitable[None]]
+    ) -> None:
         self._websocket = websocket
         self._limits = limits
+        self._call = call
         self._on_hangup = on_hangup
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._websocket, name)
 
-    async def _refuse(self, code: str, message: str, close_code: int) -> dict[str, Any]:
-        await send_error(self._websocket, code, message, close_code)
-        return {"type": "websocket.disconnect", "code": close_code}
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        code = HANGUP_CLOSE_CODES.get(self._call.end_reason or "", code)
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            if self._websocket.application_state == WebSocketState.CONNECTED:
+                await self._websocket.close(code=code, reason=reason)
 
     async def receive(self) -> dict[str, Any]:
         message = cast(dict[str, Any], await self._websocket.receive())
         if message["type"] != "websocket.receive":
             return message
-        data = message.get("bytes")
-        if data is not None and len(data) > self._limits.frame_bytes_max:
-            return await self._refuse(
-                "frame_too_large", f"Audio frames hold at most {self._limits.frame_bytes_max} bytes.", 1009
-            )
-        text = message.get("text")
-        if text is not None:
-            if len(text) > self._limits.frame_bytes_max:
-                return await self._refuse("frame_too_large", "Text frames hold at most 64 KiB.", 1009)
-            try:
-                event = json.loads(text)
-            except json.JSONDecodeError:
-                return await self._refuse("bad_json", "Text frames must be JSON.", 1008)
-            if isinstance(event, dict) and event.get("type") == "hangup":
-                await self._on_hangup()
-            elif not isinstance(event, dict) or event.get("type") == "start":
-                return await self._refuse("protocol_violation", "Unexpected event during a call.", 1008)
+        try:
+            data = message.get("bytes")
+            if data is not None and len(data) > self._limits.frame_bytes_max:
+                raise FrameTooLarge(f"Audio frames hold at most {self._limits.frame_bytes_max} bytes.")
+            if message.get("text") is not None:
+                event = parse_frame(message.get("text"), bytes_max=self._limits.frame_bytes_max)
+                if event.get("type") == "hangup":
+                    await self._on_hangup()
+                elif event.get("type") == "start":
+                    raise ProtocolViolation("Unexpected event during a call.")
+        except VoiceError as exc:
+            self._call.end_reason = self._call.end_reason or exc.type
+            close_code = await refuse(self._websocket, exc)
+            return {"type": "websocket.disconnect", "code": close_code}
         return message

@@ -34,10 +34,11 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pydantic import BaseModel, ConfigDict, Field
 
-from chat import ChatError, Person, Unauthorized, parse_zone
-from voice.calls import Call, CallRefused
-from voice.doors import VoiceDoors
+from chat import Person, Unauthorized, parse_zone, problem_responses
+from voice.calls import Call
+from voice.errors import CallNotFound, OfferInvalid
 from voice.session import CallSession
+from voice.shared import VoiceDoors
 
 log = logging.getLogger(__name__)
 
@@ -59,30 +60,6 @@ _PAGE_HEADERS = {
     # Everything the page needs comes from this server: no CDN, works offline.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:",
 }
-
-
-class CallInProgress(ChatError):
-    type = "call_in_progress"
-    status = 409
-    title = "You are already on a call"
-
-
-class CallsBusy(ChatError):
-    type = "server_busy"
-    status = 503
-    title = "Too many calls right now"
-
-
-class CallNotFound(ChatError):
-    type = "call_not_found"
-    status = 404
-    title = "No such call"
-
-
-class OfferInvalid(ChatError):
-    type = "offer_invalid"
-    status = 400
-    title = "The offer could not be answered"
 
 
 class Offer(BaseModel):
@@ -150,7 +127,12 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
     ) -> ZoneInfo:
         return parse_zone(time_zone or person.time_zone)
 
-    @router.post("/v1/voice/webrtc/offer", response_model=Answer, tags=["voice"])
+    @router.post(
+        "/v1/voice/webrtc/offer",
+        response_model=Answer,
+        tags=["voice"],
+        responses=problem_responses(400, 401, 402, 404, 409, 413, 422, 503),
+    )
     async def offer(
         body: Offer,
         person: Annotated[Person, Depends(caller)],
@@ -165,19 +147,21 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
         if doors.guard is not None:
             await doors.guard(person)
         with contextlib.ExitStack() as stack:
-            try:
-                call = stack.enter_context(doors.registry.claim(person, "voice"))
-            except CallRefused as exc:
-                raise (CallInProgress if exc.code == "call_in_progress" else CallsBusy)(str(exc)) from exc
+            call = stack.enter_context(doors.registry.claim(person, "voice"))
             answered: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
             slot = stack.pop_all()  # from here on the call's task releases the slot
         task = asyncio.create_task(_call(doors, handler, owners, body, call, zone, slot, answered))
         _CALLS.add(task)
         task.add_done_callback(_CALLS.discard)
+
+        async def cut() -> None:  # cancelling the call's task ends its pipeline in order
+            task.cancel()
+
+        call.cutter = cut
         # Shielded: a client that gives up waiting leaves the call to time out on its own.
         return await asyncio.shield(answered)
 
-    @router.patch("/v1/voice/webrtc/offer", tags=["voice"])
+    @router.patch("/v1/voice/webrtc/offer", tags=["voice"], responses=problem_responses(400, 401, 404, 413, 422))
     async def candidates(body: Candidates, person: Annotated[Person, Depends(caller)]) -> dict[str, str]:
         """Trickle ICE: the browser's candidates for a call it has an answer for."""
         if owners.get(body.pc_id) != person.id:

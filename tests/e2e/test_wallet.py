@@ -170,7 +170,9 @@ async def test_an_empty_wallet_gets_402_and_nothing_is_written(app: App, scripte
     assert scripted.requests == []
 
 
-async def test_ava_cannot_start_a_specialist_once_the_wallet_is_empty(app: App, scripted: ScriptedModel) -> None:
+async def test_a_text_turn_refused_at_the_handoff_has_avas_explanation_in_the_thread(
+    app: App, scripted: ScriptedModel
+) -> None:
     headers = await app.sign_in()
     pid = await person_id(app, headers)
     from ledger import Posting, TransactionSpec
@@ -183,11 +185,20 @@ async def test_ava_cannot_start_a_specialist_once_the_wallet_is_empty(app: App, 
             postings=(Posting(user_account(pid), -(GRANT - CALL_COST)), Posting("revenue:IDR", GRANT - CALL_COST)),
         )
     )
-    scripted.extend([call("zee", {"tag": "@zee"}), reply("Sorry, top up first.")])
+    scripted.extend([call("zee", {"tag": "@zee"}), reply("never asked for")])
     body = (await app.say(headers, "lights")).json()
     assert [r["agent"] for r in body["runs"]] == ["ava"], "no specialist run started"
-    assert "wallet is empty" in scripted.requests[-1].contents[-1].results[0].response["error"]
+    # Ava says why in a reply of our own: no second model call, nothing more charged.
+    assert len(scripted.requests) == 1
     assert [m["author"] for m in body["messages"]] == ["human", "ava"]
+    explanation = body["messages"][-1]["text"]
+    assert "wallet is empty" in explanation and "Zee" in explanation and "#" not in explanation
+    (run,) = body["runs"]
+    assert (run["status"], run["error"]["type"]) == ("failed", "insufficient_balance")
+    assert body["messages"][-1]["run_id"] == run["id"]
+    assert await balance(app, headers) == 0
+    thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    assert [m["text"] for m in thread] == ["lights", explanation]
 
 
 async def test_admin_top_up_is_idempotent_and_validated(app: App) -> None:

@@ -279,3 +279,20 @@ async def test_ending_all_calls_hangs_up_live_peers_before_shutdown(app: App, ba
         async with asyncio.timeout(10):
             while peer.pc.connectionState != "closed":
                 await asyncio.sleep(0.05)
+
+
+async def test_end_all_calls_says_goodbye_to_a_webrtc_peer_then_hangs_up_with_shutdown(app: App, base_url: str) -> None:
+    headers = await app.sign_in("Budi")
+    async with webrtc_call(base_url, headers, silence(30, RATE)) as peer:
+        await connected(peer)
+        await app.services.voice.end_all_calls(reason="shutdown", timeout_s=20)
+        assert len(app.services.voice.registry) == 0
+        async with asyncio.timeout(10):
+            while peer.pc.connectionState != "closed":
+                await asyncio.sleep(0.05)
+    items = peer.heard.items
+    hangup_at = next(i for i, item in enumerate(items) if isinstance(item, dict) and item["type"] == "hangup")
+    assert items[hangup_at] == {"type": "hangup", "reason": "shutdown"}
+    assert "bye" in peer.heard.of("transcript", "assistant")[-1]["text"].lower()
+    loud_before = sum(1 for item in items[:hangup_at] if isinstance(item, bytes) and rms(item) > LOUD_RMS)
+    assert loud_before >= 25, "the goodbye was spoken before the hang-up"

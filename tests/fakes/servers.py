@@ -54,7 +54,7 @@ def serve_subprocess(env: dict[str, str]) -> Iterator[str]:
     # A file, not a pipe: a chatty server can never block on a full pipe.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the process
     process = subprocess.Popen(
-        [sys.executable, "-m", "main", "serve", "--port", str(port)],
+        [sys.executable, "-m", "cli", "serve", "--port", str(port)],
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=log,

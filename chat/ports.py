@@ -1,0 +1,125 @@
+"""The chat's storage ports: the thread, runs, people and live events, as Protocols.
+
+`Turns` and `Wallet` are written against these, so a turn runs the same on PostgreSQL
+(`Threads`, `Runs`, `People`, `PostgresEvents`, the product) as on the in-memory twins
+in `chat.memory` (`MemoryThreads`, `MemoryRuns`, `MemoryPeople`, `MemoryEvents`), which
+let a turn be tested without a database or HTTP. Each port has one contract suite in
+`tests/contract/` that every implementation passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+import asyncpg
+
+from chat.events import publish
+from chat.people import Person
+from chat.runs import Run, UnchargedCall
+from chat.threads import Message
+
+
+class ThreadStore(Protocol):
+    """Each person's one thread: messages in `seq` order, and the lock a turn holds."""
+
+    async def append(
+        self,
+        person_id: str,
+        *,
+        author: str,
+        text: str,
+        channel: str,
+        run_id: str | None = None,
+        emotions: Sequence[str] = (),
+        client_id: str | None = None,
+    ) -> Message:
+        """Write the next message of the person's thread (and its `message` event)."""
+        ...
+
+    async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
+        """Messages in seq order: the newest `limit` before `before`, or the oldest after `after`."""
+        ...
+
+    async def by_client_id(self, person_id: str, client_id: str) -> Message | None: ...
+
+    async def of_turn(self, person_id: str, origin_id: str, run_ids: Sequence[str]) -> list[Message]:
+        """The message that started a turn and every message its runs wrote, in seq order."""
+        ...
+
+    def turn(self, person_id: str, *, wait_s: float) -> AbstractAsyncContextManager[None]:
+        """Hold the person's thread for one whole turn; `ThreadBusy` after `wait_s`."""
+        ...
+
+
+class RunStore(Protocol):
+    """Runs: started `running`, finished exactly once, with usage, tool calls and cost."""
+
+    async def start(
+        self,
+        person_id: str,
+        *,
+        agent: str,
+        trigger: str,
+        parent_run_id: str | None,
+        trigger_message_id: str,
+        origin_message_id: str,
+        channel: str,
+    ) -> Run: ...
+
+    async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
+        """Keep one model call's usage (before it is charged); returns when it was recorded."""
+        ...
+
+    async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:
+        """Mark a call charged and add its cost to the run (once, however often called)."""
+        ...
+
+    async def uncharged_calls(self, *, limit: int = 1000) -> list[UnchargedCall]: ...
+
+    async def record_tool(self, run_id: str, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None: ...
+
+    async def finish(
+        self, run_id: str, *, status: str, error_code: str | None = None, error_detail: str | None = None
+    ) -> Run:
+        """Finish a running run; finishing one twice is a programming error (AssertionError)."""
+        ...
+
+    async def get(self, person_id: str, run_id: str) -> Run | None: ...
+
+    async def of_origin(self, person_id: str, origin_message_id: str) -> list[Run]:
+        """The runs a message started, in the order they started."""
+        ...
+
+
+class PeopleStore(Protocol):
+    """Who the people are: local sign-in by name, lookup by id, the zone they live in."""
+
+    async def sign_in_local(self, name: str) -> tuple[Person, bool]:
+        """The person with this display name (case and spacing ignored), created with
+        their thread on first sign-in; and whether they were new."""
+        ...
+
+    async def find_local(self, name: str) -> Person | None: ...
+
+    async def get(self, person_id: str) -> Person | None: ...
+
+    async def remember_time_zone(self, person_id: str, time_zone: str) -> None: ...
+
+
+class EventSink(Protocol):
+    """Where a change that is not part of another write announces itself to live clients."""
+
+    async def publish(self, person_id: str, type_: str, data: dict[str, Any]) -> None: ...
+
+
+class PostgresEvents:
+    """Events as rows of the `events` table (NOTIFY on commit; see chat.events)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def publish(self, person_id: str, type_: str, data: dict[str, Any]) -> None:
+        await publish(self._pool, person_id, type_, data)

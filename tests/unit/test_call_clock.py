@@ -1,0 +1,56 @@
+"""The call clock on a clock moved by hand: the idle check at idle/2, the idle hang-up at
+idle (the person speaking resets it; Ava's own check does not), and the length limit
+however lively the call."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from agents import SpokenReply
+from chat import Person
+from tests.fakes.clock import ManualClock
+from voice.calls import Call, CallClock, CallLimits
+
+
+def started(limits: CallLimits) -> tuple[Call, CallClock, ManualClock, list[SpokenReply]]:
+    said: list[SpokenReply] = []
+
+    async def speak(reply: SpokenReply) -> None:
+        said.append(reply)
+
+    clock = ManualClock()
+    call = Call(id="call_1", person=Person("usr_1", "Budi", "UTC", datetime.now(UTC)), channel="voice")
+    return call, CallClock(call, limits, speak=speak, clock=clock), clock, said
+
+
+async def test_silence_is_checked_on_then_hung_up_and_only_the_person_resets_it() -> None:
+    call, limits_clock, clock, said = started(CallLimits(idle_s=4.0))
+    task = asyncio.create_task(limits_clock.run())
+    for _ in range(3):
+        await clock.advance(0.5)
+    assert said == []
+    limits_clock.activity()  # the person speaks at 1.5 s: the silence starts again
+    for _ in range(3):
+        await clock.advance(0.5)
+    assert said == []
+    await clock.advance(0.5)  # 2 s of silence since the person spoke
+    assert [r.text for r in said] == ["Are you still there?"] and not said[0].end_call
+    limits_clock.activity(by_person=False)  # Ava asking is no answer
+    for _ in range(4):
+        await clock.advance(0.5)
+    assert call.end_reason == "idle" and said[-1].end_call
+    await asyncio.wait_for(task, 1)
+
+
+async def test_a_lively_call_still_ends_at_its_length_limit() -> None:
+    call, limits_clock, clock, said = started(CallLimits(duration_max_s=3.0, idle_s=2.0))
+    task = asyncio.create_task(limits_clock.run())
+    for _ in range(5):
+        limits_clock.activity()
+        await clock.advance(0.5)
+    assert call.end_reason is None and said == []
+    limits_clock.activity()
+    await clock.advance(0.5)
+    assert call.end_reason == "max_duration" and said[-1].end_call
+    await asyncio.wait_for(task, 1)

@@ -1,0 +1,189 @@
+"""`Turns` without HTTP or PostgreSQL: the turn on the in-memory twins of its ports
+(thread, runs, people, ledger, events) and the scripted model, asserting on the state
+the twins keep — the thread, the runs, the ledger and the events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agents import (
+    FunctionCall,
+    ModelResponse,
+    ModelUnavailable,
+    RunContext,
+    RunLimits,
+    ScriptedModel,
+    Tool,
+    Toolbox,
+    handoff_tools,
+)
+from chat import Person, Turns, Wallet
+from chat.memory import MemoryEvents, MemoryPeople, MemoryRuns, MemoryThreads
+from ledger import InsufficientBalance, top_up, user_account
+from ledger.memory import MemoryLedger, MemoryPrices
+
+JAKARTA = ZoneInfo("Asia/Jakarta")
+GRANT = 5_000_000_000
+
+
+@dataclass
+class World:
+    people: MemoryPeople
+    threads: MemoryThreads
+    runs: MemoryRuns
+    ledger: MemoryLedger
+    events: MemoryEvents
+    wallet: Wallet
+    turns: Turns
+    model: ScriptedModel
+
+    async def person(self, name: str = "Budi") -> Person:
+        """A new person with the wallet's signup grant (none when the grant is 0)."""
+        person, _ = await self.people.sign_in_local(name)
+        await self.wallet.grant_signup(person.id)
+        return person
+
+    async def thread(self, person: Person) -> list[tuple[str, str]]:
+        return [(m.author, m.text) for m in await self.threads.page(person.id, before=None, after=None, limit=100)]
+
+
+def toolbox() -> Toolbox:
+    """Ava's handoffs only: the turn's own logic, with no specialist tools to stand in for."""
+    box = Toolbox()
+
+    def handoffs(context: RunContext) -> list[Tool]:
+        assert context.delegate is not None
+        return handoff_tools(context.delegate)
+
+    box.register("ava", handoffs)
+    return box
+
+
+def world(limits: RunLimits | None = None, grant: int = GRANT) -> World:
+    events = MemoryEvents()
+    runs = MemoryRuns(events)
+    ledger = MemoryLedger()
+    wallet = Wallet(ledger=ledger, prices=MemoryPrices.flat(), runs=runs, events=events, signup_grant_micros=grant)
+    threads = MemoryThreads(events)
+    model = ScriptedModel()
+    turns = Turns(
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=model,
+        model_name=lambda _agent: "scripted-1",
+        toolbox=toolbox(),
+        history_tokens_max=12_000,
+        thread_wait_s=5,
+        limits=limits,
+    )
+    people = MemoryPeople(default_time_zone="UTC")
+    return World(people, threads, runs, ledger, events, wallet, turns, model)
+
+
+def handoff(name: str = "zee", tag: str | None = None) -> ModelResponse:
+    return ModelResponse("", (FunctionCall(f"c-{name}", name, {"tag": tag or f"@{name}"}),))
+
+
+async def test_a_message_without_a_mention_goes_to_ava_and_her_reply_is_kept_and_charged() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([ModelResponse("Hello Budi!")])
+    result = await w.turns.post(me, text="hi there", channel="text", zone=JAKARTA)
+    assert [(m.author, m.text) for m in result.messages] == [("human", "hi there"), ("ava", "Hello Budi!")]
+    assert [(r.agent, r.trigger, r.status, r.model_calls) for r in result.runs] == [("ava", "human", "succeeded", 1)]
+    assert await w.thread(me) == [("human", "hi there"), ("ava", "Hello Budi!")]
+    run = await w.runs.get(me.id, result.runs[0].id)
+    assert run is not None and run.cost_micros > 0
+    assert await w.ledger.balance_micros(user_account(me.id)) == GRANT - run.cost_micros
+    assert (await w.ledger.verify()).ok
+    assert await w.runs.uncharged_calls() == []
+    assert w.events.of(me.id) == [
+        "wallet.changed",
+        "message",
+        "run.started",
+        "wallet.changed",
+        "message",
+        "run.finished",
+    ]
+
+
+async def test_a_single_mention_goes_straight_to_that_specialist() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([ModelResponse("Playing it.")])
+    result = await w.turns.post(me, text="@yori play something calm", channel="text", zone=JAKARTA)
+    assert [(r.agent, r.trigger) for r in result.runs] == [("yori", "human")]
+    assert "[ROLE: SPECIALIST]" in w.model.requests[0].system
+    assert await w.thread(me) == [("human", "@yori play something calm"), ("yori", "Playing it.")]
+
+
+async def test_a_handoff_writes_the_bare_tag_and_the_specialist_runs_under_ava() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([handoff("zee", tag="@yori do it"), ModelResponse("Done."), ModelResponse("")])
+    result = await w.turns.post(me, text="lights please", channel="text", zone=JAKARTA)
+    assert await w.thread(me) == [("human", "lights please"), ("ava", "@zee"), ("zee", "Done.")]
+    ava, zee = result.runs
+    assert (ava.agent, zee.agent, zee.trigger, zee.parent_run_id) == ("ava", "zee", "ava", ava.id)
+    assert (ava.status, zee.status, ava.tool_calls) == ("succeeded", "succeeded", 1)
+    assert w.model.requests[2].contents[-1].results[0].response == {"response": "Done."}
+
+
+async def test_a_silent_reply_succeeds_and_writes_nothing() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([ModelResponse(" \u200b\n")])
+    result = await w.turns.post(me, text="hmm", channel="text", zone=JAKARTA)
+    assert [m.author for m in result.messages] == ["human"]
+    assert result.runs[0].status == "succeeded"
+    assert await w.thread(me) == [("human", "hmm")]
+
+
+async def test_a_failed_run_keeps_the_persons_message_and_says_why() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([ModelUnavailable("timed out")])
+    result = await w.turns.post(me, text="are you there?", channel="text", zone=JAKARTA)
+    assert await w.thread(me) == [("human", "are you there?")]
+    run = result.runs[0]
+    assert (run.status, run.error_code) == ("failed", "model_unavailable")
+    assert run.finished_at is not None
+
+
+async def test_a_run_over_its_model_call_limit_fails_clearly() -> None:
+    w = world(limits=RunLimits(model_calls_max=3))
+    me = await w.person()
+    w.model.extend([handoff(), ModelResponse("Done.")] + [handoff(), ModelResponse("Again.")] * 2)
+    result = await w.turns.post(me, text="again and again", channel="text", zone=JAKARTA)
+    ava = result.runs[0]
+    assert (ava.status, ava.error_code, ava.model_calls) == ("failed", "run_limit_exceeded", 3)
+    assert [r.agent for r in result.runs].count("zee") == 3
+    assert ("human", "again and again") in await w.thread(me)
+
+
+async def test_a_retry_with_the_same_client_id_returns_the_first_turn_and_writes_nothing() -> None:
+    w = world()
+    me = await w.person()
+    w.model.extend([ModelResponse("Once.")])
+    first = await w.turns.post(me, text="hello", channel="text", zone=JAKARTA, client_id="c-1")
+    again = await w.turns.post(me, text="hello", channel="text", zone=JAKARTA, client_id="c-1")
+    assert [m.id for m in again.messages] == [m.id for m in first.messages]
+    assert len(w.model.requests) == 1
+    assert await w.thread(me) == [("human", "hello"), ("ava", "Once.")]
+
+
+async def test_an_empty_wallet_is_refused_before_anything_is_written() -> None:
+    w = world(grant=0)
+    me = await w.person()
+    with pytest.raises(InsufficientBalance):
+        await w.turns.post(me, text="hello", channel="text", zone=JAKARTA)
+    assert await w.thread(me) == []
+    assert w.model.requests == []
+    await top_up(w.ledger, person_id=me.id, amount_micros=1_000_000, ref="t-1")
+    w.model.extend([ModelResponse("Thanks!")])
+    result = await w.turns.post(me, text="hello", channel="text", zone=JAKARTA)
+    assert result.runs[0].status == "succeeded"

@@ -1,0 +1,89 @@
+"""What every voice door shares: who may call (people, tokens, the wallet's guard), the
+turns a call runs, the speech engines, the limits, the live calls of this process and
+how a call's speech is billed.
+
+It lives apart from the doors (`voice.doors`, `voice.phone`, `voice.webrtc`) and the
+call session so each of them imports it and none imports another for its type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from pipecat.processors.frame_processor import FrameProcessor
+
+from chat import ChatError, People, Person, TokenVerifier, Turns
+from ledger import VoiceUsage
+from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
+from voice.pipeline import Engines, TurnTiming
+from voice.usage import UsageMeter
+
+log = logging.getLogger(__name__)
+
+# Checked before a call starts: raises a domain error (e.g. an empty wallet) to refuse it.
+Guard = Callable[[Person], Awaitable[None]]
+# Charges one slice of a call's speech: (call, slice number, usage).
+VoiceBill = Callable[[Call, int, VoiceUsage], Awaitable[object]]
+
+
+@dataclass
+class VoiceDoors:
+    people: People
+    verifier: TokenVerifier
+    turns: Turns
+    engines: Engines
+    limits: CallLimits = field(default_factory=CallLimits)
+    timing: TurnTiming = field(default_factory=TurnTiming)
+    guard: Guard | None = None
+    bill: VoiceBill | None = None
+    # What the call limits measure time with (tests move a clock by hand).
+    clock: Clock = field(default_factory=MonotonicClock)
+    registry: CallRegistry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.registry = CallRegistry(self.limits)
+
+    def meters(self, call: Call) -> list[FrameProcessor]:
+        """The processors that bill a call's speech (none when billing is off)."""
+        if self.bill is None:
+            return []
+        bill = self.bill
+
+        async def charge(slice_index: int, usage: VoiceUsage) -> None:
+            await bill(call, slice_index, usage)
+
+        return [UsageMeter(charge)]
+
+    async def person_for(self, token: str | None) -> Person | None:
+        if not token:
+            return None
+        try:
+            person = await self.people.get(await self.verifier.verify(token))
+        except ChatError:
+            return None
+        return person
+
+    async def end_all_calls(self, *, reason: str, timeout_s: float) -> None:
+        """End every live call of this process, on every door: Ava says a short goodbye
+        (the call hangs up after it with `reason`, close 1000), and whatever has not
+        ended within `timeout_s` is cut. Returns once no call is live or the time is up;
+        the graceful shutdown calls it before the server stops."""
+        deadline = time.monotonic() + timeout_s
+        for call in self.registry.live():
+            if call.ender is not None:
+                with contextlib.suppress(Exception):
+                    await call.ender(reason)
+        # Three quarters of the time for the goodbyes; what is still live then is cut.
+        if await self.registry.emptied(timeout_s=(deadline - time.monotonic()) * 3 / 4):
+            return
+        for call in self.registry.live():
+            call.end_reason = call.end_reason or reason
+            if call.cutter is not None:
+                with contextlib.suppress(Exception):
+                    await call.cutter()
+        if not await self.registry.emptied(timeout_s=deadline - time.monotonic()):
+            log.warning("%d calls still live after %.1f s", len(self.registry), timeout_s)
