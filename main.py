@@ -90,6 +90,8 @@ log = logging.getLogger("avagenc")
 # How long shutdown waits for the Whisper preload thread: a native thread still loading
 # the model when the interpreter exits aborts the process (exit 134).
 _PRELOAD_JOIN_S = 60.0
+# How long live calls get for Ava's goodbye at shutdown before they are cut.
+_CALLS_END_S = 10.0
 
 
 def session_secret(settings: Settings) -> bytes:
@@ -254,9 +256,7 @@ class Services:
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
-        from voice import end_webrtc_calls
-
-        await end_webrtc_calls()
+        await end_calls(self.voice)
 
     async def close(self) -> None:
         await self.stack.aclose()
@@ -373,7 +373,7 @@ def build_voice(
     wallet: Wallet,
 ) -> tuple[VoiceDoors, str]:
     """The call doors and their engines; live calls are hung up first when the stack unwinds."""
-    from voice import CallLimits, TurnTiming, VoiceDoors, end_webrtc_calls
+    from voice import CallLimits, TurnTiming, VoiceDoors
 
     engines, speech = choose_engines(settings, stack)
     voice = VoiceDoors(
@@ -392,8 +392,18 @@ def build_voice(
         ),
         timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
     )
-    stack.push_async_callback(end_webrtc_calls)
+    stack.push_async_callback(end_calls, voice)
     return voice, speech
+
+
+async def end_calls(voice: VoiceDoors) -> None:
+    """Every live call hears Ava's goodbye and gets `hangup` (reason `shutdown`); what has
+    not ended within _CALLS_END_S is cut. A browser pipeline still running after that is
+    cancelled, since one left to the loop's final cancel-all never finishes."""
+    from voice import end_webrtc_calls
+
+    await voice.end_all_calls(reason="shutdown", timeout_s=_CALLS_END_S)
+    await end_webrtc_calls()
 
 
 async def bootstrap(

@@ -187,6 +187,11 @@ async def test_after_kill_9_the_next_server_starts_and_its_clean_stop_leaves_no_
         process.send_signal(stop)
         assert exit_code(process, state) == 0
     assert postgres_of(state) == []
+    # The servers' terminal shows their own lines, first of all; PostgreSQL's go to files.
+    for log in state.parent.glob("server-*.log"):
+        lines = log.read_text().splitlines()
+        assert " avagenc " in lines[0] or " database.embedded " in lines[0], lines[:3]
+        assert not [line for line in lines if "pgserver" in line or "initdb" in line]
 
 
 async def test_a_second_signal_stops_at_once_and_the_next_start_fails_the_cut_run(state: Path) -> None:
