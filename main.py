@@ -20,31 +20,43 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import secrets
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
+import httpx
 from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
+from pydantic import SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import (
+    Integration,
     Knowledge,
+    LinkError,
     LocalKnowledge,
     Model,
     OfflineModel,
     RuleExtractor,
     RunContext,
-    SandboxHome,
+    Specialists,
+    TokenCipher,
     Tool,
     Toolbox,
+    VendorCredentials,
+    build_specialists,
     handoff_tools,
+    rafal_tools,
     recall_tools,
     session_facts,
+    yori_tools,
     zee_tools,
 )
 from chat import (
@@ -63,6 +75,7 @@ from chat import (
     Threads,
     Turns,
     Wallet,
+    build_integrations_router,
     build_knowledge_router,
     build_router,
     build_wallet_router,
@@ -75,6 +88,7 @@ from chat import (
     on_unexpected,
     on_validation_error,
     problem,
+    problem_responses,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
@@ -122,15 +136,19 @@ def choose_engines(settings: Settings, stack: contextlib.AsyncExitStack) -> tupl
                 credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
             ),
         ), "Google Cloud STT + TTS"
-    from voice.engines.espeak import EspeakTTSService
-    from voice.engines.whisper import WhisperSTTService, preload_whisper
+    from voice.engines.offline import offline_engines, preload_offline
 
     if settings.voice_preload:
-        preload = threading.Thread(target=preload_whisper, name="whisper-preload", daemon=True)
+        preload = threading.Thread(
+            target=preload_offline, args=(settings.voice_tts,), name="speech-preload", daemon=True
+        )
         preload.start()
         stack.push_async_callback(asyncio.to_thread, preload.join, _PRELOAD_JOIN_S)
-    return Engines(stt=WhisperSTTService, tts=lambda: EspeakTTSService(text_transforms=transforms)), (
-        "Whisper tiny.en + espeak-ng"
+    return offline_engines(
+        tts=settings.voice_tts,
+        transforms=transforms,
+        models_dir=settings.avagenc_home / "models",
+        stt_workers=settings.voice_stt_workers,
     )
 
 
@@ -144,6 +162,73 @@ def choose_model(settings: Settings) -> Model:
             retries_max=settings.gemini_retries_max,
         )
     return OfflineModel()
+
+
+def person_said(threads: Threads) -> Callable[[str], Awaitable[tuple[str, datetime] | None]]:
+    """The person's latest message and when it came: what a confirmation is checked against."""
+
+    async def latest(person_id: str) -> tuple[str, datetime] | None:
+        recent = await threads.page(person_id, before=None, after=None, limit=20)
+        said = [m for m in recent if m.author == "human"]
+        return (said[-1].text, said[-1].created_at) if said else None
+
+    return latest
+
+
+def integration_key(settings: Settings) -> bytes:
+    """The Fernet key sealing refresh tokens: from settings, or generated once and kept on disk."""
+    if settings.integration_token_key is not None:
+        return settings.integration_token_key.get_secret_value().encode()
+    path = settings.avagenc_home / "integration_key"
+    if not path.exists():
+        settings.avagenc_home.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(TokenCipher.new_key())
+        path.chmod(0o600)
+    return path.read_bytes().strip()
+
+
+def vendor_credentials(settings: Settings) -> VendorCredentials:
+    """The vendor apps this server holds credentials for (none by default: sandboxes only)."""
+
+    def pair(client_id: str | None, secret: SecretStr | None) -> tuple[str, str] | None:
+        return (client_id, secret.get_secret_value()) if client_id and secret is not None else None
+
+    return VendorCredentials(
+        google=pair(settings.google_client_id, settings.google_client_secret),
+        spotify=pair(settings.spotify_client_id, settings.spotify_client_secret),
+        tuya=pair(settings.tuya_access_id, settings.tuya_access_secret),
+        tuya_base_url=settings.tuya_base_url,
+        redirect_base_url=settings.oauth_redirect_base_url,
+    )
+
+
+def build_specialists_on(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    threads: Threads,
+    vendor_transport: httpx.AsyncBaseTransport | None,
+) -> Specialists:
+    """The specialists' sandboxes, live adapters (where credentials are set) and linking,
+    over one HTTP client for every vendor, closed with the stack."""
+    http = httpx.AsyncClient(
+        transport=vendor_transport, timeout=settings.integration_timeout_s, limits=httpx.Limits(max_connections=50)
+    )
+    stack.push_async_callback(http.aclose)
+    return build_specialists(
+        pool=pool,
+        http=http,
+        credentials=vendor_credentials(settings),
+        token_key=integration_key(settings),
+        # The OAuth state key is derived from the session secret, apart from it by its label.
+        state_key=hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest(),
+        person_said=person_said(threads),
+    )
+
+
+def _adapter_names(integration: Integration[Any]) -> str:
+    return " + ".join(type(a).__name__ for a in (integration.sandbox, integration.live) if a is not None)
 
 
 @dataclass
@@ -214,13 +299,33 @@ async def start_learning(parts: KnowledgeParts, stack: contextlib.AsyncExitStack
     await parts.learning.start()
 
 
-def build_toolbox(*, home: SandboxHome, knowledge: Knowledge | None = None) -> Toolbox:
+def build_toolbox(*, specialists: Specialists, knowledge: Knowledge | None = None) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
+    home, music, workspace = specialists.home, specialists.music, specialists.workspace
 
     def handoffs(context: RunContext) -> list[Tool]:
         assert context.delegate is not None, "only the lead hands on"
         return handoff_tools(context.delegate)
+
+    def zee(context: RunContext) -> list[Tool]:
+        return zee_tools(
+            home.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
+
+    def rafal(context: RunContext) -> list[Tool]:
+        return rafal_tools(
+            workspace.once(context.person_id),
+            specialists.pending,
+            person_id=context.person_id,
+            zone=context.zone,
+            run_id=context.run_id,
+            by_wake_note=context.trigger == "postera",
+        )
 
     toolbox.register("ava", handoffs)
     if knowledge is not None:
@@ -228,7 +333,9 @@ def build_toolbox(*, home: SandboxHome, knowledge: Knowledge | None = None) -> T
         toolbox.register(
             "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
         )
-    toolbox.register("zee", lambda context: zee_tools(home, person_id=context.person_id))
+    toolbox.register("zee", zee)
+    toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
+    toolbox.register("rafal", rafal)
     return toolbox
 
 
@@ -252,6 +359,7 @@ class Services:
     knowledge: KnowledgeParts
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
+    specialists: Specialists | None = None
     stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     async def end_calls(self) -> None:
@@ -315,7 +423,7 @@ def build_turns(
     runs: Runs,
     wallet: Wallet,
     model: Model,
-    home: SandboxHome,
+    specialists: Specialists,
     knowledge: KnowledgeParts,
 ) -> Turns:
     return Turns(
@@ -324,7 +432,7 @@ def build_turns(
         wallet=wallet,
         model=model,
         model_name=settings.model_for if not isinstance(model, OfflineModel) else (lambda _: "offline-1"),
-        toolbox=build_toolbox(home=home, knowledge=knowledge.knowledge),
+        toolbox=build_toolbox(specialists=specialists, knowledge=knowledge.knowledge),
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
         facts=knowledge.facts,
@@ -367,13 +475,14 @@ def build_voice(
     settings: Settings,
     stack: contextlib.AsyncExitStack,
     *,
+    dsn: str,
     people: People,
     local_tokens: LocalTokens,
     turns: Turns,
     wallet: Wallet,
 ) -> tuple[VoiceDoors, str]:
     """The call doors and their engines; live calls are hung up first when the stack unwinds."""
-    from voice import CallLimits, TurnTiming, VoiceDoors
+    from voice import CallLimits, CallSlots, TurnTiming, VoiceDoors
 
     engines, speech = choose_engines(settings, stack)
     voice = VoiceDoors(
@@ -390,8 +499,14 @@ def build_voice(
             idle_s=settings.call_idle_s,
             per_process_max=settings.calls_per_process_max,
         ),
-        timing=TurnTiming(vad_stop_s=settings.voice_vad_stop_s, speech_timeout_s=settings.voice_speech_timeout_s),
+        timing=TurnTiming(
+            vad_stop_s=settings.voice_vad_stop_s,
+            speech_timeout_s=settings.voice_speech_timeout_s,
+            vad_start_s=settings.voice_vad_start_s,
+            pause_s=settings.voice_pause_s,
+        ),
     )
+    voice.registry.slots = CallSlots.for_url(dsn)  # one call per person across every instance
     stack.push_async_callback(end_calls, voice)
     return voice, speech
 
@@ -411,8 +526,9 @@ async def bootstrap(
     stack: contextlib.AsyncExitStack,
     *,
     model: Model | None = None,
-    knowledge: Knowledge | None = None,
     migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    knowledge: Knowledge | None = None,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     dsn, embedded = await build_database(settings, stack)
@@ -422,10 +538,12 @@ async def bootstrap(
         await build_migrations(pool)
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
-    home = SandboxHome(pool)
+    specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
     ledger, wallet = build_ledger(settings, pool, runs)
     memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
-    turns = build_turns(settings, threads=threads, runs=runs, wallet=wallet, model=chosen, home=home, knowledge=memory)
+    turns = build_turns(
+        settings, threads=threads, runs=runs, wallet=wallet, model=chosen, specialists=specialists, knowledge=memory
+    )
     # Turns and charges that outlived their requests finish before the hub and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = await build_event_hub(dsn, stack)
@@ -433,11 +551,16 @@ async def bootstrap(
     await start_learning(memory, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
-    voice, speech = build_voice(settings, stack, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet)
+    voice, speech = build_voice(
+        settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
+    )
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
-        "smart_home": type(home).__name__,
+        # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
+        "smart_home": _adapter_names(specialists.home),
+        "music": _adapter_names(specialists.music),
+        "workspace": _adapter_names(specialists.workspace),
         "identity": "LocalTokens",
         "speech": speech,
         "knowledge": memory.adapter,
@@ -459,6 +582,7 @@ async def bootstrap(
         knowledge=memory,
         embedded=embedded,
         adapters=adapters,
+        specialists=specialists,
         stack=stack,
     )
 
@@ -492,12 +616,24 @@ async def records(settings: Settings, *, migrate_first: bool) -> AsyncIterator[R
 
 
 async def start_services(
-    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None, migrate_first: bool = True
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    knowledge: Knowledge | None = None,
 ) -> Services:
     """The whole server, on a stack of its own that `Services.close` unwinds."""
     stack = contextlib.AsyncExitStack()
     try:
-        return await bootstrap(settings, stack, model=model, knowledge=knowledge, migrate_first=migrate_first)
+        return await bootstrap(
+            settings,
+            stack,
+            model=model,
+            migrate_first=migrate_first,
+            vendor_transport=vendor_transport,
+            knowledge=knowledge,
+        )
     except BaseException:
         await stack.aclose()
         raise
@@ -550,9 +686,12 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_knowledge_routes(services, api))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
+    if services.specialists is not None:
+        app.include_router(build_integrations_router(api, services.specialists.connections))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     app.add_exception_handler(VoiceError, on_domain_error)
+    app.add_exception_handler(LinkError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
@@ -562,7 +701,7 @@ def build_app(services: Services) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"], response_model=None)
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problem_responses(503))
     async def readyz() -> Any:
         try:
             async with asyncio.timeout(2):
@@ -576,9 +715,13 @@ def build_app(services: Services) -> FastAPI:
 
 @contextlib.asynccontextmanager
 async def running(
-    settings: Settings, *, model: Model | None = None, knowledge: Knowledge | None = None
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    knowledge: Knowledge | None = None,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests and benchmarks)."""
     async with contextlib.AsyncExitStack() as stack:
-        services = await bootstrap(settings, stack, model=model, knowledge=knowledge)
+        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport, knowledge=knowledge)
         yield services, build_app(services)

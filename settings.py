@@ -7,6 +7,7 @@ read the environment themselves, so a test can build the whole app from one obje
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -73,8 +74,18 @@ class Settings(BaseSettings):
     calls_per_process_max: int = Field(default=16, ge=1, le=1000)
     voice_vad_stop_s: float = Field(default=0.2, gt=0, le=2)
     voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
+    # Unbroken speech before the VAD believes someone talks (short words need it short).
+    voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
+    # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.
+    voice_pause_s: float = Field(default=0.06, ge=0, le=2)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
+    # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
+    # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
+    voice_tts: Literal["neural", "espeak"] = "neural"
+    # Utterances Whisper transcribes at once (simultaneous calls queue beyond this); the
+    # cores are shared between the workers, so more than the core count only adds memory.
+    voice_stt_workers: int = Field(default=1, ge=1, le=16)
 
     # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
     google_speech_credentials: Path | None = None
@@ -93,6 +104,24 @@ class Settings(BaseSettings):
     knowledge_poll_s: float = Field(default=30.0, gt=0)
     # How long GET /v1/knowledge and forget me wait for the memory service (then 503).
     knowledge_timeout_s: float = Field(default=15.0, gt=0)
+    # Integrations (SPEC §6.2). Without a vendor's credentials its agent uses the person's
+    # sandbox only; with them, a person who links their account gets the live adapter.
+    # Refresh tokens are sealed with this Fernet key (44 url-safe base64 characters, e.g.
+    # from `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`).
+    # Unset: generated once and kept in AVAGENC_HOME/integration_key.
+    integration_token_key: SecretStr | None = None
+    # Where providers send the browser back: {base}/{integration}/callback (register each verbatim).
+    oauth_redirect_base_url: str = "http://127.0.0.1:8000/link"
+    # Every call to a vendor API (token, Gmail, Spotify, Tuya) is bounded by this.
+    integration_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    google_client_id: str | None = None
+    google_client_secret: SecretStr | None = None
+    spotify_client_id: str | None = None
+    spotify_client_secret: SecretStr | None = None
+    # Tuya Cloud project (Access ID / Access Secret) and its data centre's OpenAPI address.
+    tuya_access_id: str | None = None
+    tuya_access_secret: SecretStr | None = None
+    tuya_base_url: str = "https://openapi.tuyaus.com"
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""

@@ -10,6 +10,11 @@ from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
+from agents.integrations.accounts import Account, Integration
+from agents.integrations.confirmations import PendingActions, PersonSaid
+from agents.integrations.connections import Connections, IntegrationState
+from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
+from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
 from agents.knowledge import (
     RECALL,
     Fact,
@@ -37,28 +42,44 @@ from agents.model import (
     Usage,
 )
 from agents.offline import OfflineModel
+from agents.offline.words import detect_language
+from agents.rafal.google import GoogleWorkspace
+from agents.rafal.sandbox import SandboxWorkspace
+from agents.rafal.tools import rafal_tools
+from agents.rafal.workspace import Workspace
 from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
 from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
 from agents.scripted import ScriptedModel
+from agents.specialists import Specialists, VendorCredentials, build_specialists
 from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
 from agents.tools import Tool
+from agents.yori.music import MusicPlayer
+from agents.yori.sandbox import SandboxMusic
+from agents.yori.spotify import SpotifyMusic
+from agents.yori.tools import yori_tools
 from agents.zee.home import Command, Device, SmartHome
 from agents.zee.sandbox import SandboxHome
 from agents.zee.tools import zee_tools
+from agents.zee.tuya import TuyaHome
 
 __all__ = [
     "AGENTS",
     "AVA",
     "DESCRIBING",
     "EMOTIONS",
+    "GOOGLE",
     "HUMAN",
     "POSTERA",
     "RECALL",
     "SPECIALISTS",
+    "SPOTIFY",
+    "AccessTokens",
+    "Account",
     "AgentError",
     "AgentSpec",
     "Channel",
     "Command",
+    "Connections",
     "Content",
     "Delegate",
     "Device",
@@ -66,10 +87,15 @@ __all__ = [
     "Forgotten",
     "FunctionCall",
     "FunctionResult",
+    "GoogleWorkspace",
     "Graph",
+    "Integration",
+    "IntegrationState",
     "Knowledge",
     "KnowledgeError",
     "KnowledgeMessage",
+    "LinkError",
+    "Links",
     "LocalKnowledge",
     "Model",
     "ModelError",
@@ -77,7 +103,11 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelUnavailable",
+    "MusicPlayer",
+    "OAuthClient",
     "OfflineModel",
+    "PendingActions",
+    "PersonSaid",
     "RuleExtractor",
     "RunContext",
     "RunLimitExceeded",
@@ -85,26 +115,39 @@ __all__ = [
     "RunObserver",
     "RunOutcome",
     "SandboxHome",
+    "SandboxMusic",
+    "SandboxWorkspace",
     "ScriptedModel",
     "Segment",
     "Session",
     "SmartHome",
+    "Specialists",
     "SpokenReply",
+    "SpotifyMusic",
+    "StateSigner",
     "ThreadMessage",
+    "TokenCipher",
     "Tool",
     "ToolError",
     "ToolFactory",
     "ToolSpec",
     "Toolbox",
     "Trigger",
+    "TuyaHome",
     "Usage",
+    "VendorCredentials",
+    "Workspace",
+    "build_specialists",
     "compose",
+    "detect_language",
     "handoff_tools",
     "parse_spoken",
+    "rafal_tools",
     "recall_tools",
     "run_agent",
     "session_facts",
     "to_contents",
     "window",
+    "yori_tools",
     "zee_tools",
 ]

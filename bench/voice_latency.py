@@ -1,5 +1,6 @@
 """How long a person waits for Ava's voice: from the end of their speech to the first
-reply audio at the speaker, with the offline engines (Whisper tiny.en, espeak-ng) and the
+reply audio at the speaker, with the offline engines (Whisper tiny.en; the server's voice,
+neural by default, VOICE_TTS=espeak for espeak-ng) and the
 offline model, next to a floor made of the engines' own times measured in the same run.
 
 Clients speak the partner speaker protocol (SPEC §9.2) to the real app, served by
@@ -27,7 +28,7 @@ clients (CLOCK_MONOTONIC on Linux), which also gives the breakdown of where the 
 
 The baseline is a floor: the fixed waits the pipeline is configured with (VAD stop_secs,
 then the speech timeout, which runs alongside Whisper and ends the turn only once the
-transcript is in) plus Whisper on the same clips and espeak-ng on the same first
+transcript is in) plus Whisper on the same clips and the voice on the same first
 sentences. It is taken twice: with the engines alone in this process, between the two
 levels while the server is idle, and with each turn's own engine times as Pipecat
 measured them inside the server, which does not drift with the machine's load. The gap
@@ -435,7 +436,7 @@ def server_stages(events: list[dict[str, Any]], turn: Turn, until: float) -> tup
     metrics = {
         "whisper_s": first("ProcessingMetricsData", vad, "Whisper"),
         "turn_ttfb_s": first("TTFBMetricsData", turn_end, "AvaVoiceAgent"),
-        "espeak_ttfb_s": first("TTFBMetricsData", text, "Espeak"),
+        "espeak_ttfb_s": first("TTFBMetricsData", text, "TTSService"),  # whichever voice
     }
     stages = {name: value for name, value in marks.items() if value is not None}
     stages.update({name: float(e["detail"]) for name, e in metrics.items() if e is not None})
@@ -464,7 +465,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("VAD stop -> final transcript (Whisper in the server)", "vad_stop", "transcript"),
     ("VAD stop -> user turn ends (speech timeout, or Whisper if later)", "vad_stop", "turn_end"),
     ("user turn ends -> reply text (the turn: DB + offline model)", "turn_end", "text"),
-    ("reply text -> first TTS audio frame (espeak-ng)", "text", "tts_audio"),
+    ("reply text -> first TTS audio frame", "text", "tts_audio"),
     ("first TTS audio -> first audio write (output transport)", "tts_audio", "first_write"),
     ("first audio write -> first reply byte at the client", "first_write", "first_byte"),
     ("first reply byte -> first non-silent reply byte", "first_byte", "first_loud"),
@@ -478,7 +479,7 @@ SHARES: tuple[tuple[str, str, str], ...] = (
 METRICS: tuple[tuple[str, str], ...] = (
     ("Pipecat metric: Whisper processing", "whisper_s"),
     ("Pipecat metric: Ava's turn TTFB", "turn_ttfb_s"),
-    ("Pipecat metric: espeak-ng TTFB", "espeak_ttfb_s"),
+    ("Pipecat metric: TTS TTFB", "espeak_ttfb_s"),
 )
 
 
@@ -543,13 +544,18 @@ def whisper_time_s(clip: Clip, vad_stop_s: float) -> float:
     return statistics.mean(times)
 
 
-async def espeak_time_s(text: str, emotion: str | None) -> tuple[float, float]:
-    """(synthesis + resampling, lead-in) for a reply sentence, as the server's TTS gets it."""
+async def espeak_time_s(text: str, emotion: str | None, voice: str = "espeak") -> tuple[float, float]:
+    """(synthesis + resampling, lead-in) for a reply sentence, as the server's TTS gets it,
+    with the server's voice (VOICE_TTS: "neural" or "espeak")."""
+    from voice.engines.hibari import synthesize_neural
+
     ssml = await strip_stray_tags(await emotion_to_ssml(text, text_type_for(emotion)), "")
+    speak = synthesize_neural if voice == "neural" else synthesize
+    await speak(ssml)  # the first synthesis in a process loads the voice; not counted
     times, audio = [], b""
     for _ in range(FLOOR_REPEATS):
         started = time.perf_counter()
-        pcm, rate = await synthesize(ssml)
+        pcm, rate = await speak(ssml)
         audio = await to_16k(pcm, rate)
         times.append(time.perf_counter() - started)
     frames = [audio[i : i + FRAME_BYTES] for i in range(0, len(audio), FRAME_BYTES)]
@@ -568,7 +574,7 @@ async def measure_floor(clips: dict[str, Clip], turns: list[Turn], config: dict[
     for turn in turns:
         if turn.replies and turn.replies[0][0] not in espeak:
             text, emotion = turn.replies[0]
-            espeak[text], lead_in[text] = await espeak_time_s(text, emotion)
+            espeak[text], lead_in[text] = await espeak_time_s(text, emotion, str(config.get("voice_tts", "espeak")))
     return Floor(vad_stop_s, float(config["speech_timeout_s"]), whisper, espeak, lead_in)
 
 
@@ -619,7 +625,7 @@ def summary_table(solo: list[Turn], crowd: list[Turn], floor: Floor, calls: int)
         f"| {verdict(proxy_p95, TARGET_SERVER_P95_MS)} |",
         f"| end of speech -> first reply audio, {calls} simultaneous calls | {len(latencies_s(crowd))} "
         f"| {ms(crowd_p50)} | {ms(crowd_p95)} | (reported) | |",
-        f"| baseline floor, engines alone: stop_secs + max(speech timeout, Whisper) + espeak-ng, 1-call turns "
+        f"| baseline floor, engines alone: stop_secs + max(speech timeout, Whisper) + TTS, 1-call turns "
         f"| {len(alone)} | {ms(alone_p50)} | {ms(alone_p95)} | | |",
         f"| baseline floor, the same sum with each turn's engine times inside the server | {len(inside)} "
         f"| {ms(inside_p50)} | {ms(inside_p95)} | | |",
@@ -659,13 +665,13 @@ def floor_table(solo: list[Turn], floor: Floor) -> list[str]:
             [floor.whisper_s[t.clip.text] for t in answered],
         ),
         ("Whisper tiny.en in the server, same turns (Pipecat processing metric)", _server(solo, "whisper_s")),
-        ("espeak-ng + resampling, first reply sentence, alone in this process", [floor.espeak_s[f] for f in firsts]),
-        ("espeak-ng in the server, same turns (Pipecat TTFB metric)", _server(solo, "espeak_ttfb_s")),
+        ("TTS + resampling, first reply sentence, alone in this process", [floor.espeak_s[f] for f in firsts]),
+        ("TTS in the server, same turns (Pipecat TTFB metric)", _server(solo, "espeak_ttfb_s")),
         (
-            "espeak-ng lead-in (silence before the voice; inside the first 40 ms chunk, not added)",
+            "TTS lead-in (silence before the voice; inside the first 40 ms chunk, not added)",
             [floor.lead_in_s[f] for f in firsts],
         ),
-        ("**floor, engines alone** = stop_secs + max(timeout, Whisper) + espeak-ng", _values(floor.of, solo)),
+        ("**floor, engines alone** = stop_secs + max(timeout, Whisper) + TTS", _values(floor.of, solo)),
         ("**floor, engines in the server** (the same sum, per turn)", _values(floor.in_server, solo)),
         ("measured, 1 call", latencies_s(solo)),
         ("measured - floor (engines alone), per turn", gaps(floor.of)),

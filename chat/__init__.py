@@ -21,12 +21,14 @@ from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog
 from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
+from chat.integrations_api import build_integrations_router
 from chat.knowledge_api import build_knowledge_router
 from chat.learning import Learning
 from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
+from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
 from chat.turns import FactLookup, TurnResult, Turns
 from chat.wallet import Wallet
@@ -43,6 +45,7 @@ __all__ = [
     "EventSink",
     "FactLookup",
     "Forgetting",
+    "KeepableStr",
     "Learning",
     "LocalTokens",
     "Message",
@@ -62,6 +65,7 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_integrations_router",
     "build_knowledge_router",
     "build_router",
     "build_wallet_router",

@@ -132,7 +132,7 @@ def build_router(api: ChatApi) -> APIRouter:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
 
-    @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401))
+    @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401, 422))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         return person.as_json()
 
@@ -153,6 +153,7 @@ def build_router(api: ChatApi) -> APIRouter:
         result = await run_detached(
             api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
         )
+        await api.people.learn_language(person, body.text)  # the language their calls are heard in
         return result.as_json()
 
     @router.get("/messages", response_model=MessagesPage, tags=["thread"], responses=problem_responses(401, 422))

@@ -91,6 +91,12 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "bad_json": (400, "The body is not valid JSON"),
     "unsupported_format": (415, "The media format is not supported"),
     "frame_too_large": (413, "The frame is too large"),
+    # integrations (agents' linking)
+    "integration_unknown": (404, "No such integration"),
+    "link_state_invalid": (400, "The link request expired or is not yours; start linking again"),
+    "linking_unavailable": (409, "This server cannot link that integration"),
+    "link_rejected": (400, "The provider refused the link"),
+    "provider_unavailable": (503, "The provider did not answer; try again"),
 }
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from chat.errors import ThreadBusy
-from chat.people import Person, normalise_name
+from chat.people import Person, language_learned, normalise_name
 from chat.runs import Run, UnchargedCall
 from chat.threads import Message
 
@@ -285,3 +285,8 @@ class MemoryPeople:
     async def remember_time_zone(self, person_id: str, time_zone: str) -> None:
         if person_id in self._people:
             self._people[person_id] = replace(self._people[person_id], time_zone=time_zone)
+
+    async def learn_language(self, person: Person, text: str) -> None:
+        language = language_learned(text, person.language)
+        if language is not None and person.id in self._people:
+            self._people[person.id] = replace(self._people[person.id], language=language)

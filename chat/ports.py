@@ -95,7 +95,8 @@ class RunStore(Protocol):
 
 
 class PeopleStore(Protocol):
-    """Who the people are: local sign-in by name, lookup by id, the zone they live in."""
+    """Who the people are: local sign-in by name, lookup by id, the zone they live in and
+    the language they speak."""
 
     async def sign_in_local(self, name: str) -> tuple[Person, bool]:
         """The person with this display name (case and spacing ignored), created with
@@ -107,6 +108,10 @@ class PeopleStore(Protocol):
     async def get(self, person_id: str) -> Person | None: ...
 
     async def remember_time_zone(self, person_id: str, time_zone: str) -> None: ...
+
+    async def learn_language(self, person: Person, text: str) -> None:
+        """Keep the language the person writes in, when `text` says enough to tell."""
+        ...
 
 
 class EventSink(Protocol):

@@ -273,6 +273,45 @@ class Turns:
                 emotions=spoken.emotions,
             )
 
+    async def _attempt(
+        self, turn: _Turn, *, agent: AgentSpec, run: Run, trigger: Trigger, trigger_message: Message
+    ) -> tuple[str, tuple[str, str] | None]:
+        """Run the agent: the reply to write ("" for none) and the (code, detail) of a
+        failure. A run stopped at an empty wallet fails, yet still says why."""
+        pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
+        history, previous_at = await self._history(turn, pinned)
+        session = Session(
+            now=datetime.now(UTC),
+            time_zone=turn.zone,
+            previous_message_at=previous_at,
+            facts=await self._facts_of(turn),
+        )
+        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session)
+        contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
+        try:
+            outcome = await run_agent(
+                model=self._model,
+                model_name=self._model_name(agent.name),
+                system=system,
+                history=contents,
+                tools=self._tools(turn, agent, run, trigger),
+                observer=_Recorder(self._runs, self._wallet, run, turn.person.id),
+                limits=self._limits,
+            )
+        except _WalletEmptyAtHandoff as exc:
+            explanation = wallet_empty_reply(exc.specialist, turn.channel)
+            return explanation, ("insufficient_balance", "The wallet emptied before the handoff.")
+        except RunLimitExceeded as exc:
+            return "", ("run_limit_exceeded", str(exc))
+        except ModelUnavailable:
+            return "", ("model_unavailable", "The model did not answer in time; try again.")
+        except ModelError:
+            return "", ("model_error", "The model could not answer this message.")
+        except Exception:
+            log.exception("run %s (%s) failed", run.id, agent.name)
+            return "", ("internal_error", "Something went wrong on our side.")
+        return ("" if is_blank(outcome.text) else outcome.text.strip()), None
+
     async def _run(
         self, turn: _Turn, *, agent: AgentSpec, trigger: Trigger, parent: str | None, trigger_message: Message
     ) -> tuple[Run, str]:
@@ -286,43 +325,8 @@ class Turns:
             origin_message_id=turn.origin.id,
             channel=turn.channel,
         )
-        pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
-        history, previous_at = await self._history(turn, pinned)
-        session = Session(
-            now=datetime.now(UTC),
-            time_zone=turn.zone,
-            previous_message_at=previous_at,
-            facts=await self._facts_of(turn),
-        )
-        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session)
-        contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
-        error: tuple[str, str] | None = None
-        reply = ""
-        try:
-            outcome = await run_agent(
-                model=self._model,
-                model_name=self._model_name(agent.name),
-                system=system,
-                history=contents,
-                tools=self._tools(turn, agent, run, trigger),
-                observer=_Recorder(self._runs, self._wallet, run, turn.person.id),
-                limits=self._limits,
-            )
-            reply = "" if is_blank(outcome.text) else outcome.text.strip()
-        except _WalletEmptyAtHandoff as exc:
-            reply = wallet_empty_reply(exc.specialist, turn.channel)
-            await self._write_reply(turn, agent, run, reply)
-            error = ("insufficient_balance", "The wallet emptied before the handoff.")
-        except RunLimitExceeded as exc:
-            error = ("run_limit_exceeded", str(exc))
-        except ModelUnavailable:
-            error = ("model_unavailable", "The model did not answer in time; try again.")
-        except ModelError:
-            error = ("model_error", "The model could not answer this message.")
-        except Exception:
-            log.exception("run %s (%s) failed", run.id, agent.name)
-            error = ("internal_error", "Something went wrong on our side.")
-        if error is None and reply:
+        reply, error = await self._attempt(turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message)
+        if reply:
             await self._write_reply(turn, agent, run, reply)
         finished = await self._runs.finish(
             run.id,

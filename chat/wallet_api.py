@@ -35,7 +35,7 @@ def build_wallet_router(api: ChatApi, wallet: Wallet, *, admin_api_key: str | No
     current_person = current_person_dependency(api)
     current_zone = current_zone_dependency(api, current_person)
 
-    @router.get("/wallet", responses=problem_responses(401))
+    @router.get("/wallet", responses=problem_responses(401, 422))
     async def balance(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         micros = await wallet.balance_micros(person.id)
         return {"balance_micros": micros, "balance": format_rupiah(micros), "currency": "IDR"}

@@ -91,6 +91,10 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         avagenc_home=tmp_path / "state",
         session_secret=SecretStr("test-secret-" + "x" * 40),
         gemini_api_key=None,
+        # Vendor credentials in a developer's environment (for tests/live) never reach these tests.
+        google_client_id=None,
+        spotify_client_id=None,
+        tuya_access_id=None,
         sse_keepalive_s=1.0,
         thread_wait_s=30.0,
     )

@@ -5,6 +5,7 @@ main.py imports the names listed here; engines are imported by main.py from
 `voice.engines.*` only when chosen, so cloud SDKs load only when configured.
 """
 
+from voice.call_slots import CallSlots
 from voice.calls import CallLimits, CallRegistry
 from voice.doors import build_voice_router
 from voice.errors import VoiceError
@@ -15,6 +16,7 @@ from voice.webrtc import build_webrtc_router, end_webrtc_calls
 __all__ = [
     "CallLimits",
     "CallRegistry",
+    "CallSlots",
     "Engines",
     "TurnTiming",
     "VoiceDoors",

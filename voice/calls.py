@@ -67,14 +67,22 @@ class Call:
     cutter: Callable[[], Awaitable[None]] | None = None
 
 
+class CallSlot(Protocol):
+    """Holds a person's one call slot beyond this process (see `voice.call_slots`)."""
+
+    def hold(self, person_id: str) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+
 class CallRegistry:
-    """Live calls of this process, by person."""
+    """Live calls of this process, by person (and, with `slots`, across processes)."""
 
     def __init__(self, limits: CallLimits) -> None:
         self.limits = limits
         self._calls: dict[str, Call] = {}
         self._empty = asyncio.Event()
         self._empty.set()
+        # Set by the composition root to make "one call per person" hold across instances.
+        self.slots: CallSlot | None = None
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -104,6 +112,16 @@ class CallRegistry:
             self._calls.pop(person.id, None)
             if not self._calls:
                 self._empty.set()
+
+    @contextlib.asynccontextmanager
+    async def claim_everywhere(self, person: Person, channel: str) -> AsyncIterator[Call]:
+        """`claim`, and also the person's slot across server processes when `slots` is set."""
+        with self.claim(person, channel) as call:
+            if self.slots is None:
+                yield call
+                return
+            async with self.slots.hold(person.id):
+                yield call
 
 
 def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:

@@ -62,7 +62,7 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
             if doors.guard is not None:
                 await doors.guard(person)
             zone = start.time_zone or parse_zone(person.time_zone)
-            with doors.registry.claim(person, "voice") as call:
+            async with doors.registry.claim_everywhere(person, "voice") as call:
                 await websocket.send_json({"type": "ready", "call_id": call.id, "sample_rate": start.sample_rate})
                 await _run_speaker_call(doors, websocket, call, start.sample_rate, zone)
         except DOMAIN_ERRORS as exc:

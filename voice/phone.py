@@ -198,7 +198,7 @@ def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCrede
             if admitted is None:
                 return  # Twilio hung up before the stream started
             stream, person, zone = admitted
-            with doors.registry.claim(person, "phone") as call:
+            async with doors.registry.claim_everywhere(person, "phone") as call:
                 log.info("phone call started", extra={"call": call.id, "person": person.id, "sid": stream.call_sid})
                 await _run_phone_call(doors, websocket, call, stream, zone, twilio)
         except DOMAIN_ERRORS as exc:

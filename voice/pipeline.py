@@ -1,20 +1,28 @@
 """The one voice pipeline every door uses (SPEC §9.1):
 
-    transport in -> STT -> captions -> user turn (Silero VAD + turn stop) -> Ava -> TTS -> transport out
+    transport in -> STT -> captions -> user turn (Silero VAD + turn stop) -> Ava -> TTS
+        -> captions in step -> transport out
 
 Doors differ only in their transport (a partner speaker's WebSocket, WebRTC, a phone
 stream); engines differ only in which STT/TTS the composition root hands in. The user
 aggregator detects the end of the person's turn and broadcasts barge-ins; Ava's
 processor runs the turn; the TTS speaks each sentence with its emotion's prosody.
+
+Two things are wired here beyond Pipecat's defaults. The VAD tells a speculating STT the
+moment the person falls quiet and when they go on (`PauseAwareVAD`), so recognition
+overlaps the VAD's stop wait. And the assistant's captions are sent as each sentence's
+audio starts (`AssistantCaptions` after the TTS), not when the TTS lets them through.
+The recogniser and the voice follow the person's language (`build_call(language=...)`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from pipecat.audio.vad.silero import SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADParams
+from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -30,15 +38,70 @@ from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import Speec
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voice.agent import AvaVoiceAgent
-from voice.captions import UserCaptions
+from voice.captions import AssistantCaptions, UserCaptions
 
 
 @dataclass(frozen=True, slots=True)
 class Engines:
-    """How to make this process's speech engines; one fresh pair per call."""
+    """How to make this process's speech engines; one fresh pair per call.
+
+    `stt`/`tts` serve every language without an entry of its own in the `*_by_language`
+    maps (keyed by ISO 639-1 code, e.g. "id")."""
 
     stt: Callable[[], STTService]
     tts: Callable[[], TTSService]
+    stt_by_language: Mapping[str, Callable[[], STTService]] = field(default_factory=dict)
+    tts_by_language: Mapping[str, Callable[[], TTSService]] = field(default_factory=dict)
+
+    def for_language(self, language: str) -> tuple[STTService, TTSService]:
+        """A fresh recogniser and voice for a call with someone who speaks `language`."""
+        stt = self.stt_by_language.get(language, self.stt)
+        tts = self.tts_by_language.get(language, self.tts)
+        return stt(), tts()
+
+
+@runtime_checkable
+class PauseListener(Protocol):
+    """An STT that can start work when the person pauses (see `WhisperSTTService`)."""
+
+    def speech_paused(self) -> None: ...
+
+    def speech_resumed(self) -> None: ...
+
+
+class PauseAwareVAD(SileroVADAnalyzer):
+    """Silero VAD that also reports a pause once it has lasted `pause_s` (well before the
+    stop that follows `stop_secs` of quiet), and the speech that resumes after it.
+
+    The VAD dips out of "speaking" for a frame or two between words all the time; waiting
+    for a little quiet keeps those dips from starting a transcription that is thrown away.
+    """
+
+    def __init__(self, *, listener: PauseListener | None = None, pause_s: float = 0.06, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.listener = listener
+        self._pause_s = pause_s
+        self._last_state = VADState.QUIET
+        self._quiet_bytes = 0
+        self._paused = False
+
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        state = await super().analyze_audio(buffer)
+        before, self._last_state = self._last_state, state
+        if self.listener is None:
+            return state
+        if state == VADState.STOPPING:
+            self._quiet_bytes = self._quiet_bytes + len(buffer) if before == VADState.STOPPING else len(buffer)
+            quiet_s = self._quiet_bytes / (2 * self.num_channels * self.sample_rate)
+            if not self._paused and quiet_s >= self._pause_s:
+                self._paused = True
+                self.listener.speech_paused()
+        elif state == VADState.SPEAKING and self._paused:
+            self._paused = False
+            self.listener.speech_resumed()
+        elif state == VADState.QUIET:
+            self._paused = False  # the stop that follows a pause; the STT takes it from here
+        return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +111,12 @@ class TurnTiming:
 
     vad_stop_s: float = 0.2
     speech_timeout_s: float = 0.3
+    # Speech the VAD needs before it believes someone is talking. Pipecat's 0.2 s must be
+    # unbroken, and a short word's stop consonant breaks it: "thank you", "no", "hi" went
+    # unheard at some frame alignments (28 of 144 tries); 0.1 s missed none.
+    vad_start_s: float = 0.1
+    # Quiet after which recognition starts speculatively; 0 (or >= vad_stop_s) turns it off.
+    pause_s: float = 0.06
 
 
 @dataclass
@@ -55,6 +124,14 @@ class CallPipeline:
     worker: PipelineWorker
     agent: AvaVoiceAgent
     extra: list[FrameProcessor] = field(default_factory=list)
+
+
+def call_vad(timing: TurnTiming, stt: STTService | None = None) -> PauseAwareVAD:
+    """The VAD a call listens with; it tells `stt` of pauses when it can speculate."""
+    params = VADParams(start_secs=timing.vad_start_s, stop_secs=timing.vad_stop_s)
+    speculating = 0 < timing.pause_s < timing.vad_stop_s  # a pause the stop does not already cover
+    listener = stt if speculating and isinstance(stt, PauseListener) else None
+    return PauseAwareVAD(listener=listener, pause_s=timing.pause_s, params=params)
 
 
 def build_call(
@@ -66,26 +143,33 @@ def build_call(
     sample_rate_out: int,
     timing: TurnTiming = TurnTiming(),
     before_output: list[FrameProcessor] | None = None,
+    language: str = "en",
 ) -> CallPipeline:
     """Assemble one call's pipeline and the worker that runs it."""
+    stt, tts = engines.for_language(language)
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
-            vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=timing.vad_stop_s)),
+            vad_analyzer=call_vad(timing, stt),
             user_turn_strategies=UserTurnStrategies(
                 stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timing.speech_timeout_s)]
             ),
+            # A turn that ends with no words runs nothing. Pipecat's default "recovery" adds a
+            # developer note and resends the context, whose newest user message is the
+            # previous one: Ava answered that request twice when Whisper was slow.
+            empty_user_turn=None,
         ),
     )
     extra = before_output or []
     pipeline = Pipeline(
         [
             transport.input(),
-            engines.stt(),
+            stt,
             UserCaptions(),
             user_turns.user(),
             agent,
-            engines.tts(),
+            tts,
+            AssistantCaptions(),
             *extra,
             transport.output(),
         ]

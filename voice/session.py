@@ -3,7 +3,8 @@ person, the call clock, the shared pipeline around the door's transport, and the
 
 A door only makes its transport (and says what its peer leaving means); everything else
 about running a call — the goodbye ending it, the idle and length limits, metering the
-speech for the wallet — lives here once.
+speech for the wallet, being ended from outside with a goodbye (a shutdown, through
+`Call.ender`) — lives here once.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class CallSession:
             sample_rate_out=rate_out,
             timing=self.doors.timing,
             before_output=[ActivityTap(self.clock), *self.doors.meters(self.call), *extra],
+            language=self.call.person.language,  # the recogniser and voice of the person's language
         )
         self._worker = built.worker
         return built.worker

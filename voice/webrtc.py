@@ -34,7 +34,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pydantic import BaseModel, ConfigDict, Field
 
-from chat import Person, Unauthorized, parse_zone, problem_responses
+from chat import KeepableStr, Person, Unauthorized, parse_zone, problem_responses
 from voice.calls import Call
 from voice.errors import CallNotFound, OfferInvalid
 from voice.session import CallSession
@@ -66,9 +66,9 @@ class Offer(BaseModel):
     # Pipecat's own clients also send `requestData`; it carries nothing we use.
     model_config = ConfigDict(extra="ignore")
 
-    sdp: str = Field(min_length=1, max_length=SDP_CHARS_MAX)
+    sdp: KeepableStr = Field(min_length=1, max_length=SDP_CHARS_MAX)
     type: Literal["offer"]
-    pc_id: str | None = Field(default=None, max_length=200, description="Set to renegotiate a live call.")
+    pc_id: KeepableStr | None = Field(default=None, max_length=200, description="Set to renegotiate a live call.")
     restart_pc: bool | None = None
 
 
@@ -79,13 +79,13 @@ class Answer(BaseModel):
 
 
 class Candidate(BaseModel):
-    candidate: str = Field(max_length=1000, description="An SDP candidate line; empty marks end-of-candidates.")
-    sdp_mid: str = Field(max_length=32)
+    candidate: KeepableStr = Field(max_length=1000, description="An SDP candidate line; empty marks end-of-candidates.")
+    sdp_mid: KeepableStr = Field(max_length=32)
     sdp_mline_index: int = Field(ge=0, le=16)
 
 
 class Candidates(BaseModel):
-    pc_id: str = Field(max_length=200)
+    pc_id: KeepableStr = Field(max_length=200)
     candidates: list[Candidate] = Field(max_length=CANDIDATES_MAX)
 
 
@@ -146,8 +146,8 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
             raise OfferInvalid("The offer must carry audio: add the microphone track before making it.")
         if doors.guard is not None:
             await doors.guard(person)
-        with contextlib.ExitStack() as stack:
-            call = stack.enter_context(doors.registry.claim(person, "voice"))
+        async with contextlib.AsyncExitStack() as stack:
+            call = await stack.enter_async_context(doors.registry.claim_everywhere(person, "voice"))
             answered: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
             slot = stack.pop_all()  # from here on the call's task releases the slot
         task = asyncio.create_task(_call(doors, handler, owners, body, call, zone, slot, answered))
@@ -257,11 +257,11 @@ async def _call(
     body: Offer,
     call: Call,
     zone: ZoneInfo,
-    slot: contextlib.ExitStack,
+    slot: contextlib.AsyncExitStack,
     answered: asyncio.Future[dict[str, str]],
 ) -> None:
     """One call from offer to hang-up; the person's call slot is released at the end."""
-    with slot:
+    async with slot:
         try:
             connection, answer = await _answer(handler, body)
         except OfferInvalid as exc:

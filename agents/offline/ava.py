@@ -4,6 +4,7 @@ text, relay in one tagged sentence on a call, small talk, goodbye with #end#."""
 from __future__ import annotations
 
 from agents.model import FunctionCall
+from agents.offline.answers import asked_by, owner_of
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, intent_of
 
@@ -30,7 +31,11 @@ def ava_turn(s: Situation) -> tuple[str, list[FunctionCall]]:
     if handed:
         # The person saw the specialist's reply in text; on a call only Ava is heard.
         return (_relay(lang, str(handed[-1].get("response", ""))) if s.voice else ""), []
+    if (asker := asked_by(s)) is not None:  # "yes" to Rafal's "shall I send it?" goes back to Rafal
+        return "", [call(asker, {"tag": f"@{asker}"})]
     intent = intent_of(s.request)
+    if intent == "other" and (owner := owner_of(s.request)) is not None:
+        return "", [call(owner, {"tag": f"@{owner}"})]
     if intent in _HANDOFF:
         name = _HANDOFF[intent]
         return "", [call(name, {"tag": f"@{name}"})]

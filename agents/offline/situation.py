@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agents.model import FunctionCall, ModelRequest
 from agents.offline.words import Lang, detect_language
@@ -14,6 +16,7 @@ from agents.roster import AGENTS
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d) ([^\]]+)\] (.*)$", re.DOTALL)
 NOTE_AUTHOR = "Ava (note to self)"
+_NOW = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \(\w+\) \(([^)]+)\)")
 _AGENT_NAMES = {a.display_name for a in AGENTS.values()} | {NOTE_AUTHOR}
 
 
@@ -35,6 +38,7 @@ class Situation:
     trigger: str
     lines: tuple[Line, ...]
     results: tuple[tuple[str, dict[str, Any]], ...]  # this run's tool results, in order
+    local_now: datetime | None = None  # the person's clock, from the session layer
 
     @property
     def request(self) -> str:
@@ -81,6 +85,7 @@ def read_situation(request: ModelRequest) -> Situation:
             if match:
                 lines.append(Line(match.group(2), match.group(3)))
     return Situation(
+        local_now=_local_now(system),
         agent=agent if agent in AGENTS else "ava",
         lead="[ROLE: LEAD]" in system,
         voice="[CHANNEL: VOICE]" in system,
@@ -88,6 +93,16 @@ def read_situation(request: ModelRequest) -> Situation:
         lines=tuple(lines),
         results=tuple(results),
     )
+
+
+def _local_now(system: str) -> datetime | None:
+    match = _NOW.search(system)
+    if not match:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=ZoneInfo(match.group(2)))
+    except (ValueError, KeyError):
+        return None
 
 
 def call(name: str, args: dict[str, Any]) -> FunctionCall:

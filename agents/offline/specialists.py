@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from agents.model import FunctionCall
+from agents.offline.mail import mail_turn
+from agents.offline.music import music_turn
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, intent_of
 
@@ -52,6 +54,8 @@ def _command(request: str, category: str) -> list[dict[str, Any]] | None:
     if category == "kt" and degrees:
         return [{"code": "switch", "value": True}, {"code": "temp_set", "value": int(degrees.group(1))}]
     if category == "cl":
+        if has_any(request, ("halfway", "half", "half way", "setengah", "separuh")):
+            return [{"code": "percent_control", "value": 50}]  # 0 is open and 100 closed: half is half either way
         if has_any(request, _OPEN):
             return [{"code": "percent_control", "value": 0}]
         if has_any(request, _CLOSE):
@@ -110,13 +114,17 @@ def _zee(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         names = _join(_in_sentence(d["name"]) if lang == "en" else d["name"] for d, c in commands if c)
         done_en = {"dj": "on", "kt": "on"}
         on = any(c and c[0]["value"] is True for _, c in commands)
+        # The person always knows when it was the sandbox home (no brackets: Ava may speak this).
+        where = (
+            _pick(lang, " in your sandbox home", " di rumah sandbox-mu") if listing.get("account") == "sandbox" else ""
+        )
         if all(d["category"] == "cl" for d, _ in commands):
-            return _pick(lang, f"Done, the {names} moved.", f"Udah, {names} udah gerak."), []
+            return _pick(lang, f"Done, the {names} moved{where}.", f"Udah, {names} udah gerak{where}."), []
         word = done_en.get(commands[0][0]["category"], "on") if on else "off"
         return _pick(
             lang,
-            f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}.",
-            f"Udah, {names} sekarang {'nyala' if on else 'mati'} ya.",
+            f"Done, the {names} {'is' if len(targets) == 1 else 'are'} {word}{where}.",
+            f"Udah, {names} sekarang {'nyala' if on else 'mati'}{where} ya.",
         ), []
     to_send = [(d, c) for d, c in commands if c]
     if not to_send:
@@ -132,6 +140,11 @@ def specialist_turn(s: Situation) -> tuple[str, list[FunctionCall]]:
     lang = s.lang
     if s.trigger == "ava" and s.answered_after_request:
         return "", []  # already answered this request: silence
+    # Yori's and Rafal's intents live in their own modules; None means "not theirs".
+    if s.agent == "yori" and (music := music_turn(s)) is not None:
+        return music
+    if s.agent == "rafal" and (mail := mail_turn(s)) is not None:
+        return mail
     intent = intent_of(s.request)
     if s.agent == "zee" and (intent == "home" or s.results):
         return _zee(s, lang)

@@ -1,1 +1,1 @@
-"""The Rafal agent: persona text and tools."""
+"""The Rafal agent: persona text, tools, the `Workspace` port and its adapters."""

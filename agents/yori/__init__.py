@@ -1,1 +1,1 @@
-"""The Yori agent: persona text and tools."""
+"""The Yori agent: persona text, tools, the `MusicPlayer` port and its adapters."""

@@ -1,7 +1,7 @@
 """The `SmartHome` port Zee acts through, and the errors it speaks.
 
 Adapters: `SandboxHome` (a simulated home per person, kept in PostgreSQL, the default)
-and, later, a Tuya adapter. Data point codes follow Tuya's standard instruction set so
+and `TuyaHome` (the Tuya Cloud OpenAPI). Data point codes follow Tuya's standard instruction set so
 the same tool descriptions fit both.
 """
 
@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.errors import ToolError
+
+# Tuya's category codes for door locks (ms, jtmspro, jtmsbh), access controllers (mk),
+# garage door openers (ckmkzq) and safes (bxx): commanding one unlocks or opens something,
+# so it needs the person's confirmation first (SPEC §6.1).
+RISKY_CATEGORIES = frozenset({"ms", "jtmspro", "jtmsbh", "mk", "ckmkzq", "bxx"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,3 +29,17 @@ async def test_the_zone_a_device_reports_is_remembered(stores: Stores) -> None:
     await stores.people.remember_time_zone(budi.id, "Asia/Jakarta")
     found = await stores.people.get(budi.id)
     assert found is not None and found.time_zone == "Asia/Jakarta"
+
+
+async def test_the_language_is_learned_from_what_the_person_writes(stores: Stores) -> None:
+    budi, _ = await stores.people.sign_in_local("Budi")
+    assert budi.language == "en"
+    await stores.people.learn_language(budi, "tolong nyalakan lampu kamar tidur")
+    found = await stores.people.get(budi.id)
+    assert found is not None and found.language == "id"
+    await stores.people.learn_language(found, "ok")  # too short to tell
+    same = await stores.people.get(budi.id)
+    assert same is not None and same.language == "id"
+    await stores.people.learn_language(same, "please turn off the bedroom light")
+    back = await stores.people.get(budi.id)
+    assert back is not None and back.language == "en"

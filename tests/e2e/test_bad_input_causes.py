@@ -115,3 +115,15 @@ async def test_the_event_stream_refuses_bad_tokens_and_cursors_before_it_starts(
     response = await app.client.get(f"/v1/events?{query}")
     assert response.status_code in (401, 422)
     assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_webrtc_signalling_refuses_text_no_peer_connection_can_take(app: App) -> None:
+    headers = await app.sign_in()
+    offer = b'{"sdp": "v=0\\r\\nm=audio 9 UDP/TLS/RTP/SAVPF 111\\u0000\\r\\n", "type": "offer"}'
+    patch = b'{"pc_id": "pc\\ud800", "candidates": []}'
+    for method, body in (("POST", offer), ("PATCH", patch)):
+        response = await app.client.request(
+            method, "/v1/voice/webrtc/offer", content=body, headers={**headers, "content-type": "application/json"}
+        )
+        assert_problem(response, 422, "validation_failed")
+    assert len(app.services.voice.registry) == 0

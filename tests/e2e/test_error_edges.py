@@ -135,3 +135,22 @@ async def test_speaker_and_phone_doors_send_the_error_event_and_the_table_close_
             assert code == close, (url, exc)
     assert len(app.services.voice.registry) == 0
     assert await app.services.pool.fetchval("SELECT count(*) FROM messages") == 0
+
+
+async def test_the_document_lists_every_error_status_as_problem_json(app: App) -> None:
+    spec = (await app.client.get("/openapi.json")).json()
+    errors = 0
+    offenders: list[tuple[str, str, str]] = []
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if not status.startswith(("4", "5")):
+                    continue
+                errors += 1
+                bad = set(response.get("content", {})) != {"application/problem+json"}
+                offenders += [(method, path, status)] if bad else []
+            needs_auth = path not in ("/healthz", "/readyz", "/v1/auth/local", "/v1/admin/topups")
+            assert not needs_auth or "401" in operation["responses"], (method, path)
+    assert offenders == [], "error statuses documented as something other than problem+json"
+    assert errors >= 30
+    assert "503" in spec["paths"]["/readyz"]["get"]["responses"]

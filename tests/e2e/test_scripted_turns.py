@@ -69,11 +69,18 @@ async def test_handoff_writes_the_tag_and_the_specialist_sees_the_request(app: A
     assert {t.name for t in ava_first.tools} == {"zee", "yori", "rafal", "recall"}
     assert "[ROLE: SPECIALIST]" in zee_first.system
     assert "[TRIGGER: AVA]" in zee_first.system
-    assert {t.name for t in zee_first.tools} == {"list_devices", "device_status", "send_commands"}
+    assert {t.name for t in zee_first.tools} == {
+        "list_devices",
+        "device_status",
+        "send_commands",
+        "pending_actions",
+        "confirm_action",
+        "cancel_action",
+    }
     zee_lines = [c.text for c in zee_first.contents]
     assert zee_lines[-2].endswith("] lights!")
     assert zee_lines[-1].endswith("Ava] @zee please, the bedroom one")
-    assert zee_second.contents[-1].results[0].response == {"ok": True}
+    assert zee_second.contents[-1].results[0].response == {"account": "sandbox", "ok": True}
     assert ava_second.contents[-1].results[0].response == {"response": "On it is."}
 
 

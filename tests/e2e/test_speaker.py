@@ -1,6 +1,7 @@
 """The partner speaker door end to end: a real uvicorn on 127.0.0.1, a real WebSocket
 client streaming espeak-ng speech in 20 ms frames, Whisper hearing it, the offline model
-answering, espeak-ng speaking back — and the thread and sandbox home checked after."""
+answering, the neural voice speaking back (and Whisper hearing that too) — and the
+thread and sandbox home checked after."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from agents import SandboxHome
 from tests.conftest import App
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import Heard, listen, rms, silence, speech_pcm16, stream, wait_for
+from voice.engines.whisper import transcribe_pcm16
 
 START = {"type": "start", "sample_rate": 16000, "encoding": "pcm_s16le", "channels": 1, "time_zone": "Asia/Jakarta"}
 
@@ -68,6 +70,14 @@ async def test_a_spoken_request_switches_the_light_and_ava_answers_aloud(app: Ap
     assert assistant[0]["emotion"] == "relieved"
     assert "#" not in json.dumps(heard.events)
     assert rms(heard.audio) > 300, "the reply is audible speech, not silence"
+    # The reply is understood: Ava's audio, heard back by the same Whisper, says her words.
+    said = {w.strip(".,!?").lower() for c in assistant for w in c["text"].split() if len(w.strip(".,!?")) > 3}
+    heard_back = transcribe_pcm16(heard.audio).lower()
+    assert said and sum(w in heard_back for w in said) >= 0.8 * len(said), (said, heard_back)
+    # Each caption came while its sentence was still being spoken: audio follows it.
+    for i, item in enumerate(heard.items):
+        if isinstance(item, dict) and item.get("type") == "transcript" and item.get("role") == "assistant":
+            assert any(isinstance(later, bytes) for later in heard.items[i + 1 :]), f"caption after its audio: {item}"
 
     me = await app.services.people.get(await app.services.local_tokens.verify(token))
     assert me is not None

@@ -1,8 +1,8 @@
 """Hostile frames at the voice WebSocket doors: JSON nested or sized beyond the limits is
 a 1008 or 1009 with the §9.2 error event, never a `RecursionError` and a 1006; a phone
 `start` naming a tzdata folder as its zone is a clean refusal; and generated frames of
-every shape, as the first frame or during a call, only ever close the socket with a
-code the protocol names."""
+every shape (at the speaker door as the first frame or during a call, at the phone door
+in place of `start`) only ever close the socket with a code the protocol names."""
 
 from __future__ import annotations
 
@@ -167,6 +167,35 @@ def fuzz_in_call(url: str, calls_live: Callable[[], int]) -> int:
 
     check()
     return made
+
+
+def fuzz_phone_stream_start(url: str) -> int:
+    made = 0
+
+    @hypothesis_settings(
+        max_examples=FIRST_FRAME_EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(frame=frames | _events.map(lambda e: e.replace('"type"', '"event"')))
+    def check(frame: str | bytes) -> None:
+        nonlocal made
+        made += 1
+        received, code = refused(url, [twilio.connected(), frame])
+        # A frame that happens to be a well-formed start still carries no token: 4401.
+        assert code in {*PROTOCOL_CLOSES, 4401}, (frame, received, code)
+        assert received and received[-1]["type"] == "error"
+
+    check()
+    return made
+
+
+async def test_generated_frames_at_the_phone_door_close_only_with_protocol_codes(app: App, ws_url: str) -> None:
+    assert await asyncio.to_thread(fuzz_phone_stream_start, f"{ws_url}/v1/voice/phone") == FIRST_FRAME_EXAMPLES
+    assert len(app.services.voice.registry) == 0
 
 
 async def test_generated_frames_at_the_speaker_door_close_only_with_protocol_codes(app: App, ws_url: str) -> None:

@@ -29,6 +29,7 @@ STEPS = [
     "build_pool",
     "build_migrations",
     "build_model",
+    "build_specialists_on",
     "build_ledger",
     "build_knowledge",
     "build_turns",

@@ -114,3 +114,17 @@ async def test_zee_stays_silent_when_it_already_answered_the_request() -> None:
 async def test_a_specialist_redirects_out_of_domain_requests_to_ava() -> None:
     text, _ = await answer(request("zee", ["[2026-11-30 03:00 Budi] @zee play some jazz"]))
     assert "Ava" in text
+
+
+async def test_a_yes_after_rafals_question_goes_back_to_rafal_even_after_avas_relay() -> None:
+    lines = [
+        "[2026-11-30 10:00 Budi] send an email to Sari saying I'll be late",
+        "[2026-11-30 10:00 Ava] @rafal",
+        "[2026-11-30 10:00 Rafal] Shall I send this email to sari@example.com?\nSubject: I'll be late",
+        "[2026-11-30 10:00 Ava] Shall I send this email to sari@example.com?",
+        "[2026-11-30 10:01 Budi] yes",
+    ]
+    response = await OfflineModel().generate(request=request("ava", lines))
+    assert [(c.name, c.args) for c in response.calls] == [("rafal", {"tag": "@rafal"})]
+    alone = await OfflineModel().generate(request=request("ava", ["[2026-11-30 10:01 Budi] yes"]))
+    assert not alone.calls

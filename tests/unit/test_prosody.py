@@ -13,8 +13,11 @@ from voice.prosody import (
     EMOTION_TEXT_TYPE_PREFIX,
     NEUTRAL,
     PROSODY,
+    VOLUME_GAIN,
+    SpokenSegment,
     emotion_of,
     emotion_to_ssml,
+    read_segment,
     segment_ssml,
     strip_stray_tags,
     text_type_for,
@@ -47,6 +50,7 @@ def test_the_extremes_point_the_right_way() -> None:
     assert percent(furious.rate) > 100 > percent(devastated.rate)
     assert percent(furious.pitch) > 0 > percent(devastated.pitch)
     assert (furious.volume, devastated.volume) == ("x-loud", "x-soft")
+    assert furious.pause_ms < NEUTRAL.pause_ms < devastated.pause_ms  # anger barely pauses; grief trails off
 
 
 @pytest.mark.parametrize("emotion", [*EMOTIONS, None])
@@ -55,8 +59,8 @@ def test_each_segment_is_well_formed_ssml_with_its_prosody_and_a_pause(emotion: 
     root = ET.fromstring(ssml)
     assert [child.tag for child in root] == ["prosody", "break"]
     assert root[0].text == "Phew, that worked!"
-    assert ssml.endswith('<break time="200ms"/></speak>')
     row = PROSODY[emotion] if emotion else NEUTRAL
+    assert ssml.endswith(f'<break time="{row.pause_ms}ms"/></speak>')
     assert _prosody_attributes(ssml) == {"rate": row.rate, "pitch": row.pitch, "volume": row.volume}
 
 
@@ -107,3 +111,31 @@ async def test_the_last_transform_removes_any_tag_left() -> None:
     assert (await strip_stray_tags("a #smug# b", "x")).split() == ["a", "b"]
     ssml = segment_ssml("fine", "shy")
     assert await strip_stray_tags(ssml, "emotion:shy") == ssml
+
+
+@pytest.mark.parametrize("emotion", [*EMOTIONS, None])
+def test_an_engine_without_ssml_reads_back_the_numbers(emotion: str | None) -> None:
+    row = PROSODY[emotion] if emotion else NEUTRAL
+    segment = read_segment(segment_ssml("Tom & Jerry said 5 > 3.", emotion))
+    assert segment.text == "Tom & Jerry said 5 > 3."
+    assert segment.rate == pytest.approx(int(row.rate.rstrip("%")) / 100)
+    assert segment.pitch == pytest.approx(1 + int(row.pitch.rstrip("%")) / 100)
+    assert segment.gain == VOLUME_GAIN[row.volume]
+    assert segment.pause_ms == row.pause_ms
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain words #smug#",
+        "<speak><prosody rate='9000%' pitch='-500%'>wild</prosody><break time='99s'/></speak>",
+        "<speak>unclosed",
+        '<!DOCTYPE speak [<!ENTITY a "aaaa">]><speak>&a;</speak>',
+    ],
+)
+def test_reading_back_is_bounded_and_never_fails(text: str) -> None:
+    segment = read_segment(text)
+    assert isinstance(segment, SpokenSegment)
+    assert "#" not in segment.text and "<" not in segment.text
+    assert 0.5 <= segment.rate <= 2.0 and 0.5 <= segment.pitch <= 2.0
+    assert 0 <= segment.pause_ms <= 2_000

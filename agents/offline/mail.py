@@ -1,0 +1,259 @@
+"""Rafal's offline behaviour, in English and Indonesian: today's mail, sending an email
+(propose, ask, send only after the person's yes), the calendar for a day, adding an
+event on a weekday at an hour.
+
+Mail and event text is read as data: nothing in a tool result is ever turned into a
+call here; only the person's own request picks what happens. Returns None for anything
+else, so the general specialist rules answer it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from agents.integrations.confirmations import is_plain_yes
+from agents.model import FunctionCall
+from agents.offline.situation import Situation, call
+from agents.offline.words import Lang, has_any, words_of
+
+_SEND = re.compile(
+    r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+to\s+"
+    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_SEND_ID = re.compile(
+    r"\b(?:kirim|kirimin|kirimkan)\s+(?:email|e-mail|surel|pesan)\s+(?:ke|kepada|buat)\s+"
+    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:bilang|bahwa|isinya|kalau)\s*:?\s+(?P<what>.+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_ADD = re.compile(r"\b(?:add|schedule|put|tambah|tambahin|tambahkan|jadwalkan|catat)\b\s+(?P<what>.+)", re.IGNORECASE)
+_WHEN_SPLIT = re.compile(r"\s+(?:on|at|this|next|tomorrow|today|pada|hari|jam|pukul|besok|nanti)\b.*$", re.IGNORECASE)
+_HOUR = re.compile(r"\b(?:at|jam|pukul)\s+(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|pagi|siang|sore|malam)?", re.IGNORECASE)
+_WEEKDAYS = {
+    "monday": 0, "senin": 0, "tuesday": 1, "selasa": 1, "wednesday": 2, "rabu": 2, "thursday": 3, "kamis": 3,
+    "friday": 4, "jumat": 4, "saturday": 5, "sabtu": 5, "sunday": 6, "minggu": 6,
+}  # fmt: skip
+_MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk")
+_CALENDAR_WORDS = ("calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat")
+_NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")
+
+
+def _pick(lang: Lang, en: str, id_: str) -> str:
+    return id_ if lang == "id" else en
+
+
+def _when(text: str) -> int | None:
+    """Days from today the request names (today, tomorrow, a weekday), or None."""
+    lowered = words_of(text)
+    if " tomorrow " in lowered or " besok " in lowered:
+        return 1
+    if " today " in lowered or " hari ini " in lowered or " tonight " in lowered or " nanti malam " in lowered:
+        return 0
+    return None
+
+
+def _weekday(text: str, today: datetime) -> int | None:
+    for word, day in _WEEKDAYS.items():
+        if re.search(rf"\b{word}\b", text, re.IGNORECASE):
+            return (day - today.weekday()) % 7 or 7
+    return None
+
+
+def _hour(text: str) -> tuple[int, int] | None:
+    match = _HOUR.search(text)
+    if not match:
+        return None
+    hour, minute, part = int(match.group(1)), int(match.group(2) or 0), (match.group(3) or "").lower()
+    if (part in ("pm", "sore", "malam") and hour < 12) or (not part and 1 <= hour <= 7):
+        hour += 12  # "dinner at 7" is evening; nobody books 7 in the morning without saying so
+    return (hour, minute) if hour < 24 and minute < 60 else None
+
+
+def _day_span(now: datetime, days: int) -> dict[str, str]:
+    start = datetime.combine(now.date() + timedelta(days=days), time(0), tzinfo=now.tzinfo)
+    return {"time_min": start.isoformat(), "time_max": (start + timedelta(days=1)).isoformat()}
+
+
+def _failed(lang: Lang, error: str) -> tuple[str, list[FunctionCall]]:
+    # The tool's hint, as one sentence; "do not retry" is advice for the model, not the person.
+    reason = error.split("; do not retry")[0].rstrip(".")
+    reason = reason[:1].lower() + reason[1:]
+    return _pick(lang, f"I couldn't do that: {reason}.", f"Maaf, gagal: {reason}."), []
+
+
+def _where(lang: Lang, result: dict[str, Any] | None) -> str:
+    if result is None or result.get("account") != "sandbox":
+        return ""
+    return _pick(lang, " in your sandbox mailbox", " di kotak surat sandbox-mu")
+
+
+def _sender_name(sender: str) -> str:
+    return sender.split("<")[0].strip() or sender
+
+
+def _read_mail(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    found = s.last_result("read_messages")
+    today = s.local_now is not None and _when(s.request) in (0, None)
+    if found is None:
+        query = f"in:inbox after:{s.local_now:%Y/%m/%d}" if today and s.local_now else "in:inbox"
+        return "", [call("read_messages", {"query": query, "limit": 10})]
+    messages = found.get("messages", [])
+    where = _where(lang, found)
+    when = _pick(lang, " today" if today else "", " hari ini" if today else "")
+    if not messages:
+        return _pick(lang, f"No new email{when}{where}.", f"Belum ada email masuk{when}{where}."), []
+    # The first line stands alone (on a call Ava relays only it); the list follows.
+    senders = _join_names([_sender_name(m["from"]) for m in messages], lang)
+    count = len(messages)
+    head = _pick(
+        lang,
+        f"You have {count} email{'s' if count > 1 else ''}{when}{where}, from {senders}.",
+        f"Ada {count} email{when}{where}, dari {senders}.",
+    )
+    return head + "\n" + "\n".join(f"- {_sender_name(m['from'])}: {m['subject']}" for m in messages), []
+
+
+def _join_names(names: list[str], lang: Lang) -> str:
+    unique = list(dict.fromkeys(names))
+    if len(unique) == 1:
+        return unique[0]
+    return ", ".join(unique[:-1]) + _pick(lang, " and ", " dan ") + unique[-1]
+
+
+def _send(s: Situation, lang: Lang, who: str, what: str) -> tuple[str, list[FunctionCall]]:
+    what = what.strip().rstrip(".!")
+    proposal = s.last_result("send_email")
+    if proposal is not None:
+        # The question comes first and stands alone: on a call Ava relays only the first line.
+        p = proposal.get("proposal", {})
+        return _pick(
+            lang,
+            f"Shall I send this email to {p.get('to')}?\nSubject: {p.get('subject')}\n\n{p.get('body')}",
+            f"Aku kirim email ini ke {p.get('to')}?\nSubjek: {p.get('subject')}\n\n{p.get('body')}",
+        ), []
+    address = who if "@" in who else None
+    if address is None:
+        contacts = s.last_result("list_contacts")
+        if contacts is None:
+            return "", [call("list_contacts", {"limit": 100})]
+        named = [c for c in contacts.get("contacts", []) if who.lower() in c["name"].lower().split() and c["emails"]]
+        if not named:
+            return _pick(
+                lang,
+                f"I can't find {who} in your contacts. What's their email address?",
+                f"Aku nggak nemu {who} di kontakmu. Alamat emailnya apa?",
+            ), []
+        address, who = named[0]["emails"][0], named[0]["name"].split()[0]
+    sender = next((line.author for line in reversed(s.lines) if line.by_human), "")
+    body = f"Hi {who},\n\n{what[:1].upper()}{what[1:]}.\n\n{sender}".strip()
+    subject = what[:1].upper() + what[1:60]
+    return "", [call("send_email", {"to": address, "subject": subject, "body": body})]
+
+
+def _answer_proposal(s: Situation, lang: Lang, yes: bool) -> tuple[str, list[FunctionCall]] | None:
+    waiting = s.last_result("pending_actions")
+    if waiting is None:
+        return "", [call("pending_actions", {})]
+    pending = waiting.get("pending", [])
+    done = s.last_result("confirm_action") or s.last_result("cancel_action")
+    if done is not None:
+        if "cancelled" in done:
+            return _pick(lang, "Okay, I won't send it.", "Oke, nggak jadi aku kirim."), []
+        if done.get("done") == "send_email":
+            return _pick(
+                lang,
+                f"Sent to {done['to']}{_where(lang, done)}.",
+                f"Udah terkirim ke {done['to']}{_where(lang, done)}.",
+            ), []
+        event = done.get("event", {})
+        return _pick(lang, f"Added {event.get('summary')}.", f"Udah aku tambahin {event.get('summary')}."), []
+    if not pending:
+        return _pick(
+            lang, "Nothing is waiting for your yes right now.", "Nggak ada yang lagi nunggu persetujuanmu."
+        ), []
+    name = "confirm_action" if yes else "cancel_action"
+    return "", [call(name, {"action_id": pending[0]["action_id"]})]
+
+
+def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[FunctionCall]]:
+    days = _when(s.request)
+    days = _weekday(s.request, now) if days is None else days
+    days = 0 if days is None else days
+    found = s.last_result("list_events")
+    if found is None:
+        return "", [call("list_events", {**_day_span(now, days), "limit": 20})]
+    label = {0: ("today", "hari ini"), 1: ("tomorrow", "besok")}.get(days)
+    day = now.date() + timedelta(days=days)
+    en, id_ = label or (f"on {day:%A %d %B}", f"tanggal {day:%d/%m}")
+    events = found.get("events", [])
+    where = (
+        _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu") if found.get("account") == "sandbox" else ""
+    )
+    if not events:
+        return _pick(lang, f"Nothing on your calendar {en}{where}.", f"Kalendermu kosong {id_}{where}."), []
+    items = _join_names([f"{e['summary']} at {e['start'][11:16]}" for e in events], lang)
+    items_id = _join_names([f"{e['summary']} jam {e['start'][11:16]}" for e in events], lang)
+    return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
+
+
+def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]] | None:
+    added = s.last_result("add_event")
+    if added is not None:
+        event = added.get("event", {})
+        start = datetime.fromisoformat(event["start"])
+        where = (
+            _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu")
+            if added.get("account") == "sandbox"
+            else ""
+        )
+        return _pick(
+            lang,
+            f"Added {event['summary']} on {start:%A %d %B} at {start:%H:%M}{where}.",
+            f"Udah aku tambahin {event['summary']} hari {start:%A %d/%m} jam {start:%H:%M}{where}.",
+        ), []
+    hour = _hour(s.request)
+    days = _weekday(s.request, now)
+    days = _when(s.request) if days is None else days
+    if hour is None or days is None:
+        return None
+    summary = _WHEN_SPLIT.sub("", what).strip(" .,") or "Event"
+    start = datetime.combine(now.date() + timedelta(days=days), time(*hour), tzinfo=now.tzinfo)
+    args = {
+        "summary": summary[:1].upper() + summary[1:],
+        "start": start.isoformat(),
+        "end": (start + timedelta(hours=1)).isoformat(),
+    }
+    return "", [call("add_event", args)]
+
+
+def wants_workspace(request: str) -> bool:
+    """Is this one of Rafal's requests (mail, calendar, "add dinner ... on Friday at 7")?"""
+    if _SEND.search(request) or _SEND_ID.search(request):
+        return True
+    if _ADD.search(request) and _HOUR.search(request):
+        return True
+    return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS)
+
+
+def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
+    request, lang, now = s.request, s.lang, s.local_now
+    if s.results and "error" in s.results[-1][1]:
+        return _failed(lang, str(s.results[-1][1]["error"]))
+    short = len(request.split()) <= 6
+    if short and (is_plain_yes(request) or has_any(request, _NO)):
+        answered = _answer_proposal(s, lang, yes=is_plain_yes(request))
+        if answered is not None:
+            return answered
+    send = _SEND.search(request) or _SEND_ID.search(request)
+    if send:
+        return _send(s, lang, send.group("who"), send.group("what"))
+    add = _ADD.search(request)
+    if add and now is not None and (added := _add_event(s, lang, now, add.group("what"))) is not None:
+        return added
+    if now is not None and has_any(request, _CALENDAR_WORDS):
+        return _calendar(s, lang, now)
+    if has_any(request, _MAIL_WORDS):
+        return _read_mail(s, lang)
+    return None

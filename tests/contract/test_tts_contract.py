@@ -1,0 +1,104 @@
+"""One suite over every offline voice behind Pipecat's `TTSService` (the TTS port): what
+the pipeline relies on holds for espeak-ng and for the neural voice alike.
+
+Each voice gets the per-sentence SSML from `voice.prosody` through the same transforms the
+composition root installs, inside a real Pipecat pipeline (`run_test`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    ErrorFrame,
+    Frame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    MetricsFrame,
+    TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+)
+from pipecat.metrics.metrics import TTSUsageMetricsData
+from pipecat.pipeline.worker import PipelineParams
+from pipecat.services.tts_service import TTSService
+from pipecat.tests.utils import run_test
+
+from voice.engines.espeak import EspeakTTSService
+from voice.engines.hibari import HibariTTSService, preload_hibari
+from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
+
+TRANSFORMS = [("*", emotion_to_ssml), ("*", strip_stray_tags)]
+VOICES: dict[str, Callable[[], TTSService]] = {
+    "espeak": lambda: EspeakTTSService(text_transforms=TRANSFORMS),
+    "neural": lambda: HibariTTSService(text_transforms=TRANSFORMS),
+}
+
+
+@pytest.fixture(params=sorted(VOICES))
+def voice(request: pytest.FixtureRequest) -> Callable[[], TTSService]:
+    return VOICES[request.param]
+
+
+async def _speak(voice: Callable[[], TTSService], text: str, emotion: str | None, rate: int = 16_000) -> list[Frame]:
+    down, _ = await run_test(
+        voice(),
+        frames_to_send=[
+            LLMFullResponseStartFrame(),
+            AggregatedTextFrame(text, text_type_for(emotion)),
+            LLMFullResponseEndFrame(),
+        ],
+        pipeline_params=PipelineParams(audio_out_sample_rate=rate, enable_metrics=True, enable_usage_metrics=True),
+    )
+    return list(down)
+
+
+def _pcm(frames: Sequence[Frame]) -> bytes:
+    return b"".join(f.audio for f in frames if isinstance(f, TTSAudioRawFrame))
+
+
+@pytest.mark.parametrize("rate", [8_000, 16_000, 24_000])
+async def test_a_sentence_is_spoken_at_the_pipeline_rate_in_order(voice: Callable[[], TTSService], rate: int) -> None:
+    frames = await _speak(voice, "Phew, that worked!", "relieved", rate)
+    assert not [f for f in frames if isinstance(f, ErrorFrame)]
+    kinds = [type(f) for f in frames]
+    assert kinds.index(TTSStartedFrame) < kinds.index(TTSAudioRawFrame) < kinds.index(TTSStoppedFrame)
+    audio = [f for f in frames if isinstance(f, TTSAudioRawFrame)]
+    assert {f.sample_rate for f in audio} == {rate} and {f.num_channels for f in audio} == {1}
+    assert all(len(f.audio) == 2 * int(rate * 0.04) for f in audio[:-1]), "chunks of 40 ms"
+    samples = np.frombuffer(_pcm(frames), dtype=np.int16).astype(np.float64)
+    assert 0.5 < len(samples) / rate < 4.0 and np.sqrt(np.mean(samples**2)) > 300
+
+
+async def test_usage_counts_the_words_heard_not_the_markup(voice: Callable[[], TTSService]) -> None:
+    frames = await _speak(voice, "Phew, that worked!", "relieved")
+    usage = [d for f in frames if isinstance(f, MetricsFrame) for d in f.data if isinstance(d, TTSUsageMetricsData)]
+    assert [u.value for u in usage] == [len("Phew, that worked!")]
+
+
+async def test_a_stray_tag_makes_no_sound(voice: Callable[[], TTSService]) -> None:
+    clean = _pcm(await _speak(voice, "Phew, that worked!", "relieved"))
+    tagged = _pcm(await _speak(voice, "Phew, #smug# that worked! #end#", "relieved"))
+    assert tagged == clean
+
+
+async def test_emotions_are_heard(voice: Callable[[], TTSService]) -> None:
+    sentence = "I really did not expect that to happen today."
+    furious = _pcm(await _speak(voice, sentence, "furious"))
+    devastated = _pcm(await _speak(voice, sentence, "devastated"))
+    assert len(devastated) > 1.2 * len(furious), "grief is slower than anger"
+
+    def loudness(pcm: bytes) -> float:
+        samples = np.frombuffer(pcm, dtype=np.int16).astype(np.float64)
+        return float(np.sqrt(np.mean(samples**2)))
+
+    assert loudness(furious) > 2 * loudness(devastated)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _voices_loaded() -> None:
+    """Load the neural voice before the first sentence, as a server does at startup: loaded
+    inside a sentence on a busy machine, it can outlast Pipecat's 3 s wait for first audio."""
+    preload_hibari()

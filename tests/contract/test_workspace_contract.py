@@ -1,0 +1,112 @@
+"""The `Workspace` port's contract (mail, calendar, contacts), run against the sandbox and
+against the Google adapter talking to in-process fakes of Gmail, Calendar and People
+(with real links and token refresh)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import asyncpg
+import pytest
+
+from agents import SandboxWorkspace, Workspace
+from agents.integrations.hints import InputInvalid, NotLinked, TokenExpired
+from agents.rafal.google import GoogleWorkspace
+from tests.fakes.linked import client_for, linked_tokens
+from tests.fakes.vendors import FakeGoogle
+
+ZONE = ZoneInfo("Asia/Jakarta")
+
+
+@pytest.fixture(params=["sandbox", "google"])
+async def workspace(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIterator[Workspace]:
+    if request.param == "sandbox":
+        yield SandboxWorkspace(pool)
+        return
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        yield GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+
+
+async def test_todays_inbox_is_read_with_gmail_syntax(workspace: Workspace) -> None:
+    today = datetime.now(ZONE).strftime("%Y/%m/%d")
+    mail = await workspace.read_messages(person_id="usr_1", query=f"in:inbox after:{today}", limit=10, zone=ZONE)
+    assert mail
+    assert all(m.date.astimezone(ZONE).date() == datetime.now(ZONE).date() for m in mail)
+    assert any("Dinner" in m.subject and m.body for m in mail)
+    from_sari = await workspace.read_messages(person_id="usr_1", query="from:sari", limit=10, zone=ZONE)
+    assert from_sari and all("sari" in m.sender.lower() for m in from_sari)
+
+
+async def test_sent_mail_is_in_the_sent_folder(workspace: Workspace) -> None:
+    await workspace.send_email(
+        person_id="usr_1", to="budi@example.com", subject="Running late", body="I'll be late.", zone=ZONE
+    )
+    sent = await workspace.read_messages(person_id="usr_1", query="in:sent", limit=10, zone=ZONE)
+    assert [(m.to, m.subject) for m in sent] == [("budi@example.com", "Running late")]
+    assert "I'll be late." in sent[0].body
+    assert await workspace.read_messages(person_id="usr_2", query="in:sent", limit=10, zone=ZONE) == []
+
+
+@pytest.mark.parametrize("address", ["budi", "budi@", "a b@example.com", "budi@example", "x@y.com\nBcc: z@evil.com"])
+async def test_malformed_addresses_are_refused(workspace: Workspace, address: str) -> None:
+    with pytest.raises(InputInvalid):
+        await workspace.send_email(person_id="usr_1", to=address, subject="Hi", body="Hello", zone=ZONE)
+
+
+async def test_an_added_event_is_listed_in_its_window(workspace: Workspace) -> None:
+    start = (datetime.now(ZONE) + timedelta(days=3)).replace(hour=19, minute=0, second=0, microsecond=0)
+    event = await workspace.add_event(
+        person_id="usr_1",
+        summary="Dinner with Sari",
+        start=start,
+        end=start + timedelta(hours=1),
+        description="",
+        location="Kemang",
+        guests=[],
+        zone=ZONE,
+    )
+    assert event.summary == "Dinner with Sari" and event.start == start
+    day = start.replace(hour=0)
+    listed = await workspace.list_events(
+        person_id="usr_1", time_min=day, time_max=day + timedelta(days=1), query="", limit=20, zone=ZONE
+    )
+    assert [e.summary for e in listed if e.summary == "Dinner with Sari"] == ["Dinner with Sari"]
+    assert listed[0].start.astimezone(ZONE).hour >= 0
+    with pytest.raises(InputInvalid):
+        await workspace.add_event(
+            person_id="usr_1",
+            summary="Backwards",
+            start=start,
+            end=start - timedelta(hours=1),
+            description="",
+            location="",
+            guests=[],
+            zone=ZONE,
+        )
+
+
+async def test_contacts_are_listed_and_added(workspace: Workspace) -> None:
+    names = [c.name for c in await workspace.list_contacts(person_id="usr_1", limit=50, zone=ZONE)]
+    assert any("Budi" in n for n in names) and any("Sari" in n for n in names)
+    added = await workspace.add_contact(
+        person_id="usr_1", name="Dewi", emails=["dewi@example.com"], phones=[], zone=ZONE
+    )
+    assert added.name == "Dewi"
+    contacts = await workspace.list_contacts(person_id="usr_1", limit=50, zone=ZONE)
+    assert ("Dewi", ("dewi@example.com",)) in [(c.name, c.emails) for c in contacts]
+    with pytest.raises(InputInvalid):
+        await workspace.add_contact(person_id="usr_1", name="Bad", emails=["not-an-address"], phones=[], zone=ZONE)
+
+
+async def test_google_link_problems_become_hints(pool: asyncpg.Pool) -> None:
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        workspace = GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+        with pytest.raises(NotLinked):
+            await workspace.list_contacts(person_id="usr_3", limit=5, zone=ZONE)
+        fake.oauth.refresh.clear()  # the person revoked access at Google
+        with pytest.raises(TokenExpired):
+            await workspace.list_contacts(person_id="usr_1", limit=5, zone=ZONE)
