@@ -24,7 +24,7 @@ def build_knowledge_router(
     router = APIRouter(prefix="/v1", tags=["knowledge"])
     current_person = current_person_dependency(api)
 
-    @router.get("/knowledge", responses=problem_responses(401, 503))
+    @router.get("/knowledge", responses=problem_responses(401, 422, 503))
     async def graph(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """The knowledge graph: nodes (with a type) and edges (with `valid_at` and `invalid_at`)."""
         try:
@@ -34,7 +34,7 @@ def build_knowledge_router(
             raise KnowledgeUnavailable("Try again in a moment.") from exc
         return found.as_json()
 
-    @router.delete("/knowledge", responses=problem_responses(401, 503))
+    @router.delete("/knowledge", responses=problem_responses(401, 422, 503))
     async def forget_me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """Forget me: the thread, the knowledge graph and pending wake notes. The wallet's
         money history is kept. Answers with how many of each were erased."""
