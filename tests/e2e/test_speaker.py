@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 from agents import SandboxHome
 from tests.conftest import App
 from tests.fakes.servers import serve_in_process
-from tests.fakes.speech import Heard, listen, rms, silence, speech_pcm16, stream, wait_for
+from tests.fakes.speech import Heard, listen, rms, silence, speech_pcm16, stream, wait_for, wait_quiet
 from voice.engines.whisper import transcribe_pcm16
 
 START = {"type": "start", "sample_rate": 16000, "encoding": "pcm_s16le", "channels": 1, "time_zone": "Asia/Jakarta"}
@@ -63,7 +63,7 @@ async def test_a_spoken_request_switches_the_light_and_ava_answers_aloud(app: Ap
     async with call(base_url, token) as (ws, heard):
         await say(ws, "turn on the bedroom light")
         await wait_for(heard, lambda h: h.of("transcript", "assistant") and len(h.audio) > 32_000)
-        await asyncio.sleep(0.5)
+        await wait_quiet(heard)  # the whole reply, however long, before it is heard back
     user = heard.of("transcript", "user")
     assert user and "bedroom" in user[0]["text"].lower()
     assistant = heard.of("transcript", "assistant")

@@ -64,6 +64,19 @@ async def listen(ws: ClientConnection, heard: Heard) -> None:
         heard.items.append(message if isinstance(message, bytes) else json.loads(message))
 
 
+async def wait_quiet(heard: Heard, *, quiet_s: float = 1.0, timeout_s: float = 30.0) -> None:
+    """Wait until no audio has arrived for `quiet_s`: the reply (paced in real time) is over."""
+    async with asyncio.timeout(timeout_s):
+        size, still_since = -1, asyncio.get_running_loop().time()
+        while True:
+            now = asyncio.get_running_loop().time()
+            if len(heard.audio) != size:
+                size, still_since = len(heard.audio), now
+            elif now - still_since >= quiet_s:
+                return
+            await asyncio.sleep(0.05)
+
+
 async def wait_for(heard: Heard, predicate: Any, *, timeout_s: float = 30.0) -> None:
     async with asyncio.timeout(timeout_s):
         while not predicate(heard):
