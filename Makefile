@@ -1,6 +1,6 @@
 # The two commands: `make run` serves the product, `make test` proves it.
 # Both install what they need first (`make install`), so a fresh machine needs only these.
-.PHONY: install run test check fmt bench migrate
+.PHONY: install run test check fmt bench migrate eval
 
 install:
 	./scripts/install
@@ -25,3 +25,7 @@ migrate: install
 bench: install
 	.venv/bin/python -m bench.turn_overhead
 	.venv/bin/python -m bench.knowledge_search
+
+# Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
+eval: install
+	.venv/bin/avagenc eval

@@ -3,7 +3,9 @@
 `serve` builds the whole server; `migrate`, `users token` and `wallet topup|verify` open the
 database alone (no model, voice engines, Whisper preload, LISTEN connection or startup
 sweep), so they start fast, exit with a stable code and never change what they only read;
-`chat` is an HTTP client and opens nothing at all.
+`chat` is an HTTP client and opens nothing at all. `eval` builds the whole product (no voice
+preload) on a throwaway embedded PostgreSQL unless DATABASE_URL is set, and plays the
+scenario suites through it (docs/eval.md).
 
 `serve` stops the same way on SIGTERM (Docker, Kubernetes, systemd) as on Ctrl-C: it stops
 accepting, hangs up live calls with a goodbye, lets turns in flight and their charges
@@ -21,7 +23,9 @@ import secrets
 import signal
 import socket
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -29,7 +33,8 @@ import asyncpg
 from agents import Model
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from main import build_migrations, records, running, session_secret
+from main import build_migrations, eval_product, records, running, session_secret
+from scenarios import ScenarioError, SuiteResult, bundled_suites, load_suite, render, run_suite
 from settings import Settings
 
 log = logging.getLogger("avagenc")
@@ -202,6 +207,26 @@ async def _wallet_verify(settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
+async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str], transcripts: bool) -> int:
+    """Exit 0 when every suite meets its threshold, 1 below it, 2 for a file that cannot be read."""
+    try:
+        suites = [load_suite(Path(p)) for p in paths] if paths else [load_suite(p) for p in bundled_suites()]
+    except (ScenarioError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="avagenc-eval-") as scratch:
+        if settings.database_url is None:  # a throwaway embedded database, not the person's own
+            settings = settings.model_copy(update={"avagenc_home": Path(scratch)})
+        results: list[SuiteResult] = []
+        async with eval_product(settings) as product:
+            for suite in suites:
+                results.append(await run_suite(product, suite, only=only))
+            model = type(product.model.inner).__name__
+    label = model if settings.gemini_api_key is None else f"{model} {settings.gemini_model}"
+    print(render(results, model=label, transcripts=transcripts))
+    return 0 if all(r.ok for r in results) else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="avagenc", description="Avagenc Chat")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -222,6 +247,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--url", help="server address (default http://HOST:PORT)")
     chat.add_argument("--name", help="sign in locally with this name (default: your login name)")
     chat.add_argument("--time-zone", help="IANA zone to send (default: the server's idea of you)")
+    evaluate = verbs.add_parser("eval", help="run conversation scenarios against the configured model")
+    evaluate.add_argument("suites", nargs="*", help="suite files (default: the bundled scenarios/suites/*.yaml)")
+    evaluate.add_argument("--only", action="append", default=[], help="run scenarios whose name contains this")
+    evaluate.add_argument("--transcripts", action="store_true", help="print every scenario's messages")
     return parser
 
 
@@ -264,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = asyncio.run(_migrate(settings))
     elif args.verb == "users":
         code = asyncio.run(_user_token(settings, args.name))
+    elif args.verb == "eval":
+        code = asyncio.run(_eval(settings, args.suites, args.only, args.transcripts))
     elif args.wallet_verb == "topup":
         code = asyncio.run(_wallet_topup(settings, args.user, args.amount, args.ref))
     else:

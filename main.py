@@ -27,7 +27,7 @@ import secrets
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -46,10 +46,12 @@ from agents import (
     OfflineModel,
     RuleExtractor,
     RunContext,
+    SandboxHome,
     Specialists,
     TokenCipher,
     Tool,
     Toolbox,
+    ToolSpec,
     VendorCredentials,
     build_specialists,
     handoff_tools,
@@ -92,6 +94,7 @@ from chat import (
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
+from scenarios import RecordingModel, ScenarioClock
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -356,6 +359,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     voice: VoiceDoors
+    toolbox: Toolbox
     knowledge: KnowledgeParts
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
@@ -423,8 +427,9 @@ def build_turns(
     runs: Runs,
     wallet: Wallet,
     model: Model,
-    specialists: Specialists,
+    toolbox: Toolbox,
     knowledge: KnowledgeParts,
+    clock: Callable[[], datetime] | None = None,
 ) -> Turns:
     return Turns(
         threads=threads,
@@ -432,10 +437,12 @@ def build_turns(
         wallet=wallet,
         model=model,
         model_name=settings.model_for if not isinstance(model, OfflineModel) else (lambda _: "offline-1"),
-        toolbox=build_toolbox(specialists=specialists, knowledge=knowledge.knowledge),
+        toolbox=toolbox,
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
         facts=knowledge.facts,
+        # The agents' "now"; a scenario run (avagenc eval) sets its own.
+        clock=clock or (lambda: datetime.now(UTC)),
     )
 
 
@@ -528,6 +535,7 @@ async def bootstrap(
     model: Model | None = None,
     migrate_first: bool = True,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
@@ -539,10 +547,18 @@ async def bootstrap(
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
-    ledger, wallet = build_ledger(settings, pool, runs)
     memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
+    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge)
+    ledger, wallet = build_ledger(settings, pool, runs)
     turns = build_turns(
-        settings, threads=threads, runs=runs, wallet=wallet, model=chosen, specialists=specialists, knowledge=memory
+        settings,
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=chosen,
+        toolbox=toolbox,
+        knowledge=memory,
+        clock=clock,
     )
     # Turns and charges that outlived their requests finish before the hub and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
@@ -579,6 +595,7 @@ async def bootstrap(
         ledger=ledger,
         local_tokens=local_tokens,
         voice=voice,
+        toolbox=toolbox,
         knowledge=memory,
         embedded=embedded,
         adapters=adapters,
@@ -719,9 +736,49 @@ async def running(
     *,
     model: Model | None = None,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
-    """Services and app for one process's lifetime (used by the server, tests and benchmarks)."""
+    """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
-        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport, knowledge=knowledge)
+        services = await bootstrap(
+            settings, stack, model=model, vendor_transport=vendor_transport, clock=clock, knowledge=knowledge
+        )
         yield services, build_app(services)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalProduct:
+    """The product as a scenario run drives it (scenarios.Product)."""
+
+    turns: Turns
+    people: People
+    threads: Threads
+    runs: Runs
+    wallet: Wallet
+    home: SandboxHome
+    model: RecordingModel
+    clock: ScenarioClock
+    team: dict[str, tuple[ToolSpec, ...]]  # what every agent can do in this deployment
+
+
+@contextlib.asynccontextmanager
+async def eval_product(settings: Settings, *, model: Model | None = None) -> AsyncIterator[EvalProduct]:
+    """The whole product on the configured model (or the one given), with a clock each
+    scenario sets and a recorder that keeps the raw replies the thread never stores."""
+    clock = ScenarioClock()
+    async with contextlib.AsyncExitStack() as stack:
+        recording = RecordingModel(build_model(settings, stack, model))
+        quiet = settings.model_copy(update={"voice_preload": False})  # no call is placed
+        async with running(quiet, model=recording, clock=clock.now) as (services, _):
+            yield EvalProduct(
+                services.turns,
+                services.people,
+                services.threads,
+                services.runs,
+                services.wallet,
+                SandboxHome(services.pool),
+                recording,
+                clock,
+                services.toolbox.team(),
+            )

@@ -5,6 +5,7 @@ Other domains import only what is listed here. The Gemini adapter is imported by
 composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
+from agents.capabilities import CAPABILITIES, Capability, hollow, promised, provides, render_persona
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import AgentError, RunLimitExceeded, ToolError
 from agents.handoff import Delegate, handoff_tools
@@ -65,6 +66,7 @@ from agents.zee.tuya import TuyaHome
 __all__ = [
     "AGENTS",
     "AVA",
+    "CAPABILITIES",
     "DESCRIBING",
     "EMOTIONS",
     "GOOGLE",
@@ -77,6 +79,7 @@ __all__ = [
     "Account",
     "AgentError",
     "AgentSpec",
+    "Capability",
     "Channel",
     "Command",
     "Connections",
@@ -141,9 +144,13 @@ __all__ = [
     "compose",
     "detect_language",
     "handoff_tools",
+    "hollow",
     "parse_spoken",
+    "promised",
+    "provides",
     "rafal_tools",
     "recall_tools",
+    "render_persona",
     "run_agent",
     "session_facts",
     "to_contents",

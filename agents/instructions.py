@@ -1,8 +1,9 @@
 """Composes an agent's system instruction from its persona and the app's layers.
 
 Order runs from what never changes to what changes every run (SPEC §5): persona, room,
-role, channel, trigger, session. Everything before the session layer depends only on the
-agent, the channel and the trigger, so runs that share those share a byte-identical
+role (with, for the lead, the team as this deployment has it), channel, trigger,
+session. Everything before the session layer depends only on the agent, the channel,
+the trigger and the deployment's tools, so runs that share those share a byte-identical
 prefix, which Gemini bills as cached input.
 """
 
@@ -16,7 +17,9 @@ from importlib import resources
 from typing import Literal
 from zoneinfo import ZoneInfo
 
+from agents.capabilities import render_persona
 from agents.roster import AgentSpec
+from agents.team import Team, team_layer
 
 Channel = Literal["text", "voice", "phone"]
 Trigger = Literal["human", "ava", "postera"]
@@ -84,13 +87,20 @@ def session_layer(session: Session) -> str:
     )
 
 
-def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Session) -> str:
-    """The full system instruction for one run."""
-    role = layer_text("role_lead" if agent.role == "lead" else "role_specialist")
+def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Session, team: Team | None = None) -> str:
+    """The full system instruction for one run.
+
+    `team` is what every agent can do in this deployment (from the toolbox): the persona
+    keeps only the capability lines its tools back, and the lead reads the team layer
+    right after her role, where it stays the same for every run of this deployment."""
+    team = team or {}
+    tools = {t.name for t in team.get(agent.name, ())}
+    role = render_persona(layer_text("role_lead" if agent.role == "lead" else "role_specialist"), tools)
     layers = (
-        agent.persona,
+        render_persona(agent.persona, tools),
         layer_text("room"),
         role,
+        team_layer(team) if agent.role == "lead" else "",
         channel_layer(agent, channel),
         trigger_layer(agent, trigger),
         session_layer(session),

@@ -18,6 +18,7 @@ class AgentSpec:
     name: str  # the lower-case handle used in @mentions, tool names and message authors
     display_name: str
     role: AgentRole
+    domain: str  # a few words naming what the agent looks after
     description: str  # what the lead reads when deciding whom to hand work to
 
     @property
@@ -26,28 +27,30 @@ class AgentSpec:
         return resources.files(f"agents.{self.name}").joinpath("persona.txt").read_text("utf-8").strip()
 
 
-AVA = AgentSpec("ava", "Ava", "lead", "Leads the group, keeps wake notes and knows the person.")
+# Descriptions name each member's domain only: what a member can really do depends on the
+# tools this deployment registers, and the lead reads that in her team layer (agents/team.py).
+AVA = AgentSpec("ava", "Ava", "lead", "you, the lead", "Leads the group and orders work across the specialists.")
 ZEE = AgentSpec(
     "zee",
     "Zee",
     "specialist",
-    "Smart-home specialist: lists the person's devices with their status, reads a device's "
-    "status and switches lights, air conditioners, curtains and other Tuya devices. Acts only "
-    "in the present; never give Zee work for a later time.",
+    "smart home",
+    "Smart-home specialist: the person's lights, air conditioner, curtains and other devices. "
+    "Acts only in the present; never give Zee work for a later time.",
 )
 YORI = AgentSpec(
     "yori",
     "Yori",
     "specialist",
-    "Music specialist on Spotify: searches tracks, lists playlists, plays, pauses, skips and "
-    "sets the volume. Acts only in the present.",
+    "music",
+    "Music specialist (Spotify). Acts only in the present.",
 )
 RAFAL = AgentSpec(
     "rafal",
     "Rafal",
     "specialist",
-    "Google Workspace specialist: reads and sends email, lists and adds calendar events, reads "
-    "and adds contacts. Acts only in the present.",
+    "email, calendar and contacts",
+    "Google Workspace specialist: email, calendar and contacts. Acts only in the present.",
 )
 
 AGENTS: dict[str, AgentSpec] = {a.name: a for a in (AVA, ZEE, YORI, RAFAL)}

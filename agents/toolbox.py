@@ -73,5 +73,9 @@ class Toolbox:
         """What the agent could call in this deployment (descriptions for the model and for checks)."""
         return [t.spec for t in self.tools_for(agent, DESCRIBING)]
 
+    def team(self) -> dict[str, tuple[ToolSpec, ...]]:
+        """Every agent's tools in this deployment: what the team layer and personas may promise."""
+        return {name: tuple(self.specs_for(name)) for name in self._factories}
+
     def has_tools(self, agent: str) -> bool:
         return bool(self._factories[agent])

@@ -154,6 +154,7 @@ class Turns:
         history_tokens_max: int,
         thread_wait_s: float,
         limits: RunLimits | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         facts: FactLookup | None = None,
     ) -> None:
         self._threads = threads
@@ -165,6 +166,8 @@ class Turns:
         self._history_tokens_max = history_tokens_max
         self._thread_wait_s = thread_wait_s
         self._limits = limits or RunLimits()
+        # The person's "now" as the agents read it; a scenario run (avagenc eval) sets its own.
+        self._clock = clock
         self._facts = facts
 
     async def post(
@@ -281,12 +284,12 @@ class Turns:
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
         history, previous_at = await self._history(turn, pinned)
         session = Session(
-            now=datetime.now(UTC),
+            now=self._clock(),
             time_zone=turn.zone,
             previous_message_at=previous_at,
             facts=await self._facts_of(turn),
         )
-        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session)
+        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
         contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
         try:
             outcome = await run_agent(

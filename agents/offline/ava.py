@@ -1,77 +1,186 @@
-"""Ava's offline behaviour: hand on with a bare tag, stay silent after a specialist in
-text, relay in one tagged sentence on a call, small talk, goodbye with #end#."""
+"""Ava's offline skills: hand each part of a request to its specialist with a bare tag,
+in the order asked; stay silent after them in text and relay their results in tagged
+sentences on a call; say plainly what nobody can do yet; small talk, the time, and a
+goodbye with #end#. What she says the team can do comes from the team layer, which is
+built from the tools each agent really has."""
 
 from __future__ import annotations
 
-from agents.model import FunctionCall
+import re
+
+from agents.capabilities import CAPABILITIES
 from agents.offline.answers import asked_by, owner_of
-from agents.offline.situation import Situation, call
-from agents.offline.words import Lang, intent_of
+from agents.offline.asks import is_question
+from agents.offline.situation import Reply, Situation, call
+from agents.offline.words import Lang, in_language, intent_of, is_follow_up, join, topics_of
+from agents.team import Member
 
-_HANDOFF = {"home": "zee", "music": "yori", "workspace": "rafal"}
-_SPECIALISTS = frozenset(_HANDOFF.values())
-
-
-def _pick(lang: Lang, en: str, id_: str) -> str:
-    return id_ if lang == "id" else en
-
-
-def _relay(lang: Lang, reply: str) -> str:
-    """One spoken sentence carrying a specialist's result, with an emotion tag."""
-    if not reply.strip():
-        return _pick(lang, "It's taken care of. #relieved#", "Udah beres ya. #relieved#")
-    first = reply.strip().split("\n")[0]
-    failed = any(w in first.lower() for w in ("couldn't", "can't", "cannot", "gagal", "nggak bisa", "gak bisa"))
-    return f"{first} {'#guilty#' if failed else '#relieved#'}"
+HANDOFF = {"home": "zee", "music": "yori", "workspace": "rafal"}
+SPECIALISTS = frozenset(HANDOFF.values())
+_MENTION = re.compile(r"(?<![\w@.])@(zee|yori|rafal)(?!\w)", re.IGNORECASE)
+_CANT = ("couldn't", "can't", "cannot", "gagal", "nggak bisa", "gak bisa", "belum bisa", "nggak ada", "there's no")
+_TIMED = re.compile(
+    r"\b(remind|reminder|ingatkan|ingetin|ingatin|in \d+ (?:minutes?|mins?|hours?)|\d+ menit lagi|tomorrow|besok|"
+    r"tonight|nanti malam|at \d{1,2}(?::\d\d)?\s*(?:am|pm)?|jam \d{1,2}(?:[.:]\d\d)?)\b",
+    re.IGNORECASE,
+)
 
 
-def ava_turn(s: Situation) -> tuple[str, list[FunctionCall]]:
-    lang = s.lang
-    handed = [r for name, r in s.results if name in _SPECIALISTS]
-    if handed:
-        # The person saw the specialist's reply in text; on a call only Ava is heard.
-        return (_relay(lang, str(handed[-1].get("response", ""))) if s.voice else ""), []
-    if (asker := asked_by(s)) is not None:  # "yes" to Rafal's "shall I send it?" goes back to Rafal
-        return "", [call(asker, {"tag": f"@{asker}"})]
-    intent = intent_of(s.request)
-    if intent == "other" and (owner := owner_of(s.request)) is not None:
-        return "", [call(owner, {"tag": f"@{owner}"})]
-    if intent in _HANDOFF:
-        name = _HANDOFF[intent]
-        return "", [call(name, {"tag": f"@{name}"})]
-    text = _small_talk(lang, intent, len(s.lines) <= 1)
-    if s.voice:
-        if intent == "goodbye":
-            return text + " #affectionate# #end#", []
-        return text + (" #affectionate#" if intent in ("greeting", "thanks") else " #neutral#"), []
-    return text, []
+def _tagged(s: Situation, text: str, emotion: str) -> str:
+    """On a call every sentence Ava says carries an emotion tag; in text, none."""
+    return f"{text} #{emotion}#" if s.voice else text
 
 
-def _small_talk(lang: Lang, intent: str, first_time: bool) -> str:
-    if intent == "greeting":
-        if first_time:
-            return _pick(
-                lang,
-                "Hi! I'm Ava. Zee runs your home, Yori your music and Rafal your email and calendar, "
-                "and I keep us all together. What's up?",
-                "Hai! Aku Ava. Zee ngurus rumahmu, Yori musikmu, Rafal email dan kalendermu, "
-                "aku yang ngumpulin kita semua. Ada apa?",
-            )
-        return _pick(lang, "Hey! What can I do for you?", "Hai! Ada yang bisa aku bantu?")
-    if intent == "goodbye":
-        return _pick(lang, "Bye for now, talk soon!", "Dadah, sampai nanti ya!")
-    if intent == "thanks":
-        return _pick(lang, "Anytime!", "Sama-sama!")
-    if intent == "capabilities":
-        return _pick(
-            lang,
-            "I lead the group: Zee switches your lights, AC and curtains, Yori plays your music, "
-            "Rafal reads your email and calendar, and I can remind you of things later.",
-            "Aku yang mimpin grup ini: Zee nyalain lampu, AC dan gorden, Yori muterin musik, "
-            "Rafal baca email dan kalendermu, dan aku bisa ngingetin kamu nanti.",
-        )
-    return _pick(
-        lang,
-        "I can't do that offline, sorry. I can pass home requests to Zee, or just chat.",
-        "Maaf, yang itu belum bisa aku lakukan offline. Aku bisa nerusin urusan rumah ke Zee, atau ngobrol aja.",
+def wanted(s: Situation) -> list[str]:
+    """The specialists this request needs, in the order the person asked."""
+    named = [m.lower() for m in _MENTION.findall(s.request)]
+    topics = topics_of(s.request)
+    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
+        return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
+    if not topics and not named and s.previous_request and is_follow_up(s.request):
+        topics = topics_of(s.previous_request)[-1:]
+    if not topics and not named and (owner := owner_of(s.request)) is not None:
+        return [owner]  # a request the specialist's own rules recognise ("skip this one")
+    return list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
+
+
+def hand_on(s: Situation) -> Reply | None:
+    """The next specialist not yet handed this request, by calling its tool with the bare tag."""
+    handed = {name for name, _ in s.results if name in SPECIALISTS}
+    for name in wanted(s):
+        if name not in handed and name in s.tools:
+            return "", [call(name, {"tag": f"@{name}"})]
+    return None
+
+
+def answer_back(s: Situation) -> Reply | None:
+    """A short yes or no to a specialist's question ("shall I send it?") goes back to it."""
+    asker = asked_by(s)
+    if asker is None or asker not in s.tools or any(name == asker for name, _ in s.results):
+        return None
+    return "", [call(asker, {"tag": f"@{asker}"})]
+
+
+def relay(s: Situation) -> Reply | None:
+    """After the specialists: silent in text (the person read them), spoken on a call."""
+    replies = [(name, str(r.get("response", ""))) for name, r in s.results if name in SPECIALISTS]
+    if not replies:
+        return None
+    if not s.voice:
+        return "", []
+    sentences: list[str] = []
+    for name, reply in replies:
+        first = _in_third_person(name, reply.strip().split("\n")[0].replace("(", "").replace(")", ""))
+        if not first:
+            first = in_language(s.lang, "It's taken care of.", "Udah beres ya.")
+        low = first.lower()
+        emotion = "thinking" if first.endswith("?") else "guilty" if any(w in low for w in _CANT) else "relieved"
+        sentences.append(f"{first} #{emotion}#")
+    return " ".join(sentences[:2]), []
+
+
+def _in_third_person(name: str, text: str) -> str:
+    """Ava relays a specialist's "I can't ..." as "Yori can't ...", never as her own."""
+    who = name.capitalize()
+    text = re.sub(r"\bI (can't|cannot|couldn't|don't)\b", lambda m: f"{who} {m.group(1)}", text)
+    return re.sub(r"\b(aku|Aku)\b", who, text)
+
+
+def later(s: Situation) -> Reply | None:
+    """Work for a later time: without wake tools Ava cannot keep it, and says so."""
+    if "schedule_wake" in s.tools or not _TIMED.search(s.request) or is_question(s.request):
+        return None  # "what's on my calendar tomorrow?" asks now about later: not later work
+    reminder = re.search(r"remind|ingatkan|ingetin|ingatin", s.request, re.I)
+    # A calendar event's time is data for Rafal, not work to do later ("add dinner on Friday at 7").
+    if not reminder and not {"home", "music"} & set(topics_of(s.request)):
+        return None
+    text = in_language(
+        s.lang,
+        "I can't do anything at a later time yet, so I can't set that up. I can do it right now if you like.",
+        "Aku belum bisa ngerjain sesuatu nanti-nanti, jadi yang itu belum bisa. Kalau mau, bisa aku kerjain sekarang.",
     )
+    return _tagged(s, text, "guilty"), []
+
+
+def team_sentence(lang: Lang, team: tuple[Member, ...]) -> str:
+    """What the group can do, from the team layer; empty when the layer is absent."""
+    able: list[str] = []
+    idle: list[str] = []
+    for member in team:
+        if member.name == "ava":
+            continue
+        caps = [c for c in CAPABILITIES if c.name in member.capabilities]
+        if caps:
+            able.append(
+                f"{member.name.capitalize()} "
+                + in_language(lang, "can ", "bisa ")
+                + join(lang, [c.en if lang == "en" else c.id for c in caps])
+            )
+        else:
+            idle.append(member.name.capitalize())
+    own = next((m for m in team if m.name == "ava"), None)
+    mine = [c.en if lang == "en" else c.id for c in CAPABILITIES if own and c.name in own.capabilities]
+    parts = []
+    if able:
+        parts.append("; ".join(able) + ".")
+    if idle:
+        parts.append(
+            in_language(
+                lang,
+                f"{join(lang, idle)} {'is' if len(idle) == 1 else 'are'} not connected to anything yet.",
+                f"{join(lang, idle)} belum tersambung ke apa-apa.",
+            )
+        )
+    if mine:
+        parts.append(in_language(lang, "I can ", "Aku bisa ") + join(lang, mine) + ".")
+    return " ".join(parts)
+
+
+_DAYS_ID = {"Monday": "Senin", "Tuesday": "Selasa", "Wednesday": "Rabu", "Thursday": "Kamis", "Friday": "Jumat",
+            "Saturday": "Sabtu", "Sunday": "Minggu"}  # fmt: skip
+
+
+def small_talk(s: Situation) -> Reply:
+    lang, intent = s.lang, intent_of(s.request)
+    if intent == "goodbye":
+        text = in_language(lang, "Bye for now, talk soon!", "Dadah, sampai nanti ya!")
+        return (f"{text} #affectionate# #end#" if s.voice else text), []
+    if intent == "time" and s.clock:
+        day, hour, weekday = s.clock
+        text = in_language(
+            lang,
+            f"It's {hour} on {weekday}." if s.voice else f"It's {hour} on {weekday}, {day}.",
+            f"Sekarang jam {hour.replace(':', '.')}, hari {_DAYS_ID.get(weekday, weekday)}.",
+        )
+        return _tagged(s, text, "neutral"), []
+    if intent == "how_are_you":
+        text = in_language(
+            lang,
+            "I'm doing great, thanks for asking! How about you?",
+            "Baik banget, makasih udah nanya! Kamu sendiri gimana?",
+        )
+        return _tagged(s, text, "affectionate"), []
+    if intent == "thanks":
+        return _tagged(s, in_language(lang, "Anytime!", "Sama-sama!"), "affectionate"), []
+    team = team_sentence(lang, s.team)
+    if intent == "greeting":
+        if s.first_time:
+            hello = in_language(
+                lang, "Hi, I'm Ava!" if s.voice else "Hi! I'm Ava.", "Hai, aku Ava!" if s.voice else "Hai! Aku Ava."
+            )
+            ask = in_language(lang, "What's up?", "Ada apa?")
+            # On a call one or two sentences; the team is told in text, where it can be read.
+            said = (hello, ask) if s.voice else (hello, team, ask)
+            return _tagged(s, " ".join(p for p in said if p), "affectionate"), []
+        return _tagged(
+            s, in_language(lang, "Hey! What can I do for you?", "Hai! Ada yang bisa aku bantu?"), "affectionate"
+        ), []
+    if intent in ("capabilities", "who"):
+        lead = in_language(lang, "I'm Ava, I lead the group.", "Aku Ava, yang mimpin grup ini.")
+        return _tagged(s, f"{lead} {team}".strip(), "neutral"), []
+    text = in_language(
+        lang,
+        "I can't do that yet, sorry: nobody here has a tool for it.",
+        "Maaf, yang itu belum bisa: belum ada yang punya alat buat itu di sini.",
+    )
+    return _tagged(s, text, "guilty"), []

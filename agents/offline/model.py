@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 
 from agents.model import Content, FunctionCall, ModelRequest, ModelResponse, Usage
-from agents.offline.ava import ava_turn
 from agents.offline.memory import memory_turn
 from agents.offline.situation import read_situation
-from agents.offline.specialists import specialist_turn
+from agents.offline.skills import lead_turn, specialist_turn
 
 MODEL_NAME = "offline-1"
 
@@ -34,7 +33,7 @@ class OfflineModel:
         if remembered is not None:
             text, calls = remembered
         else:
-            text, calls = ava_turn(situation) if situation.lead else specialist_turn(situation)
+            text, calls = lead_turn(situation) if situation.lead else specialist_turn(situation)
         return ModelResponse(text=text, calls=tuple(calls), usage=_usage(request, text, calls), model=MODEL_NAME)
 
 

@@ -1,10 +1,12 @@
 """Reads a model request the way the real model would: which agent is asked to speak,
-in which role, channel and trigger, what the thread says and what this run's tools
-returned. Everything the offline model knows comes from the request, nothing else."""
+in which role, channel and trigger, what the thread says, what this run's tools
+returned, which tools it has and (for the lead) what the team can do. Everything the
+offline model knows comes from the request, nothing else."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,11 +15,16 @@ from zoneinfo import ZoneInfo
 from agents.model import FunctionCall, ModelRequest
 from agents.offline.words import Lang, detect_language
 from agents.roster import AGENTS
+from agents.team import Member, read_team
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d) ([^\]]+)\] (.*)$", re.DOTALL)
+_NOW = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \((\w+)\)")
+_NOW_ZONED = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \(\w+\) \(([^)]+)\)")
 NOTE_AUTHOR = "Ava (note to self)"
-_NOW = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \(\w+\) \(([^)]+)\)")
 _AGENT_NAMES = {a.display_name for a in AGENTS.values()} | {NOTE_AUTHOR}
+
+# What a skill answers: the reply text and the tool calls to make (empty text while calling).
+Reply = tuple[str, list[FunctionCall]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,15 +45,28 @@ class Situation:
     trigger: str
     lines: tuple[Line, ...]
     results: tuple[tuple[str, dict[str, Any]], ...]  # this run's tool results, in order
-    local_now: datetime | None = None  # the person's clock, from the session layer
+    tools: tuple[str, ...] = ()  # the names of the tools this run may call
+    team: tuple[Member, ...] = ()  # what each member can do (the lead's team layer)
+    # The person's local clock as the session layer states it: ("2026-11-30", "09:00", "Monday").
+    clock: tuple[str, str, str] | None = None
+    local_now: datetime | None = None  # the same clock, aware, in the person's zone
+
+    def _human_lines(self) -> list[Line]:
+        return [
+            line for line in self.lines if line.by_human or (self.trigger == "postera" and line.author == NOTE_AUTHOR)
+        ]
 
     @property
     def request(self) -> str:
         """The latest message the run should act on: the person's, or a wake note."""
-        for line in reversed(self.lines):
-            if line.by_human or (self.trigger == "postera" and line.author == NOTE_AUTHOR):
-                return line.text
-        return ""
+        lines = self._human_lines()
+        return lines[-1].text if lines else ""
+
+    @property
+    def previous_request(self) -> str:
+        """The person's message before the latest one, for follow-ups ("make it warmer")."""
+        lines = self._human_lines()
+        return lines[-2].text if len(lines) > 1 else ""
 
     @property
     def lang(self) -> Lang:
@@ -63,6 +83,10 @@ class Situation:
                 return True
         return False
 
+    @property
+    def first_time(self) -> bool:
+        return len(self._human_lines()) <= 1
+
     def last_result(self, name: str) -> dict[str, Any] | None:
         for tool, result in reversed(self.results):
             if tool == name:
@@ -75,6 +99,7 @@ def read_situation(request: ModelRequest) -> Situation:
     agent_match = re.search(r"You are (\w+)", system)
     agent = agent_match.group(1).lower() if agent_match else "ava"
     trigger_match = re.search(r"\[TRIGGER: (\w+)\]", system)
+    now_match = _NOW.search(system)
     lines: list[Line] = []
     results: list[tuple[str, dict[str, Any]]] = []
     for content in request.contents:
@@ -92,11 +117,14 @@ def read_situation(request: ModelRequest) -> Situation:
         trigger=trigger_match.group(1).lower() if trigger_match else "human",
         lines=tuple(lines),
         results=tuple(results),
+        tools=tuple(t.name for t in request.tools),
+        team=tuple(read_team(system)),
+        clock=(now_match.group(1)[:10], now_match.group(1)[11:], now_match.group(2)) if now_match else None,
     )
 
 
 def _local_now(system: str) -> datetime | None:
-    match = _NOW.search(system)
+    match = _NOW_ZONED.search(system)
     if not match:
         return None
     try:
@@ -107,3 +135,7 @@ def _local_now(system: str) -> datetime | None:
 
 def call(name: str, args: dict[str, Any]) -> FunctionCall:
     return FunctionCall(id=f"offline_{name}", name=name, args=args)
+
+
+# A skill looks at the situation and answers, or returns None to let the next one try.
+Skill = Callable[[Situation], Reply | None]

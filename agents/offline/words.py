@@ -2,6 +2,8 @@
 
 Deliberately small and explicit: a rule here is a behaviour a test can name. Matching is
 on whole words (or whole phrases), lower-cased, so "nyalain" and "turn on" both count.
+A message can ask several things ("turn off the lights and play some jazz"): `clauses`
+splits it and `topics_of` gives the domains in the order they were asked.
 """
 
 from __future__ import annotations
@@ -10,30 +12,43 @@ import re
 from typing import Literal
 
 Lang = Literal["en", "id"]
-Intent = Literal["goodbye", "greeting", "capabilities", "home", "music", "workspace", "thanks", "other"]
+Intent = Literal[
+    "goodbye", "greeting", "how_are_you", "who", "time", "capabilities", "home", "music", "workspace", "thanks", "other"
+]
+Topic = Literal["home", "music", "workspace"]
+TOPICS: tuple[Topic, ...] = ("home", "music", "workspace")
 
 # Common Indonesian words; a message where a third of the words are among them is Indonesian.
 _INDONESIAN = frozenset(
     [
         "aku",
         "kamu",
+        "gue",
+        "gw",
+        "lo",
+        "lu",
         "tolong",
         "nyalain",
         "nyalakan",
         "matikan",
         "matiin",
         "hidupkan",
+        "hidupin",
         "lampu",
         "kamar",
         "apa",
         "bisa",
         "dong",
         "ya",
+        "yah",
         "gak",
+        "ga",
         "nggak",
         "enggak",
+        "ngga",
         "udah",
         "sudah",
+        "belum",
         "halo",
         "hai",
         "pagi",
@@ -43,6 +58,7 @@ _INDONESIAN = frozenset(
         "terima",
         "kasih",
         "ingatkan",
+        "ingetin",
         "jam",
         "ini",
         "itu",
@@ -53,13 +69,17 @@ _INDONESIAN = frozenset(
         "mau",
         "lagi",
         "putar",
+        "puterin",
         "lagu",
         "musik",
         "tutup",
+        "tutupin",
         "buka",
+        "bukain",
         "gorden",
         "tirai",
         "dah",
+        "dadah",
         "udahan",
         "makasih",
         "gimana",
@@ -75,10 +95,57 @@ _INDONESIAN = frozenset(
         "nyala",
         "mati",
         "berapa",
+        "dapur",
+        "juga",
+        "dong",
+        "deh",
+        "sih",
+        "kok",
+        "nih",
+        "tuh",
+        "redupin",
+        "redupkan",
+        "terangin",
+        "terangkan",
+        "setengah",
+        "dingin",
+        "dinginin",
+        "hangat",
+        "hangatin",
+        "kipas",
+        "kencang",
+        "pelan",
+        "sedang",
+        "derajat",
+        "suhu",
+        "mode",
+        "kering",
+        "otomatis",
+        "semua",
+        "lampunya",
+        "acnya",
+        "gordennya",
+        "apakah",
+        "sekarang",
+        "lagunya",
+        "surel",
+        "kalender",
+        "rapat",
+        "kontak",
+        "jadwal",
+        "pesan",
+        "email",
+        "nya",
+        "bantu",
+        "siapa",
+        "dulu",
+        "tidur",
+        "ruangan",
+        "kecerahan",
     ]
 )
 
-_PHRASES: dict[Intent, tuple[str, ...]] = {
+_PHRASES: dict[str, tuple[str, ...]] = {
     "goodbye": (
         "bye",
         "goodbye",
@@ -87,22 +154,30 @@ _PHRASES: dict[Intent, tuple[str, ...]] = {
         "good night",
         "dah",
         "dadah",
+        "daah",
         "udahan",
         "sampai jumpa",
         "selamat tinggal",
         "that's all",
         "talk later",
+        "selamat tidur",
     ),
-    "thanks": ("thanks", "thank you", "makasih", "terima kasih", "thx"),
+    "thanks": ("thanks", "thank you", "makasih", "terima kasih", "thx", "nuhun"),
     "capabilities": (
         "what can you do",
         "what do you do",
+        "what can the team do",
+        "who can do what",
         "help",
         "kamu bisa apa",
         "bisa apa aja",
         "bisa apa saja",
         "bisa ngapain",
+        "kalian bisa apa",
     ),
+    "who": ("who are you", "kamu siapa", "siapa kamu", "who's here", "who is here", "siapa aja", "siapa saja"),
+    "how_are_you": ("how are you", "how's it going", "how are things", "apa kabar", "gimana kabarmu", "kabarnya"),
+    "time": ("what time is it", "what's the time", "jam berapa", "what day is it", "hari apa", "tanggal berapa"),
     "greeting": (
         "hi",
         "hello",
@@ -117,23 +192,27 @@ _PHRASES: dict[Intent, tuple[str, ...]] = {
         "good morning",
         "good afternoon",
         "good evening",
-        "apa kabar",
-        "how are you",
         "selamat pagi",
+        "selamat siang",
+        "selamat sore",
         "selamat malam",
     ),
     "home": (
         "light",
         "lights",
         "lamp",
+        "lamps",
         "lampu",
+        "lampunya",
         "ac",
+        "acnya",
         "aircon",
         "air con",
         "air conditioner",
         "curtain",
         "curtains",
         "gorden",
+        "gordennya",
         "tirai",
         "blind",
         "blinds",
@@ -149,6 +228,32 @@ _PHRASES: dict[Intent, tuple[str, ...]] = {
         "matikan",
         "matiin",
         "hidupkan",
+        "hidupin",
+        "dim",
+        "redupin",
+        "redupkan",
+        "brightness",
+        "kecerahan",
+        "tv",
+        "television",
+        "fan",
+        "kipas",
+        "heater",
+        "door",
+        "pintu",
+        "home status",
+        "everything off",
+        "everything on",
+        "semuanya mati",
+        "semua mati",
+        "the house",
+        "rumah",
+        "bedroom",
+        "living room",
+        "kitchen",
+        "dapur",
+        "ruang tamu",
+        "kamar",
     ),
     "music": (
         "music",
@@ -158,14 +263,19 @@ _PHRASES: dict[Intent, tuple[str, ...]] = {
         "pause",
         "skip",
         "next track",
+        "next song",
         "volume",
         "spotify",
         "playlist",
+        "playing",
+        "jazz",
         "musik",
         "lagu",
+        "lagunya",
         "putar",
         "puterin",
         "putarkan",
+        "setel",
         "jeda",
     ),
     "workspace": (
@@ -183,17 +293,60 @@ _PHRASES: dict[Intent, tuple[str, ...]] = {
         "rapat",
         "kontak",
         "jadwal",
+        "agenda",
     ),
 }
 
+# Words that name a device: with one of them, "play" cannot be about music.
+DEVICE_WORDS = (
+    "light",
+    "lights",
+    "lamp",
+    "lampu",
+    "lampunya",
+    "ac",
+    "acnya",
+    "aircon",
+    "curtain",
+    "curtains",
+    "gorden",
+    "gordennya",
+    "tirai",
+    "tv",
+    "fan",
+    "kipas",
+)
 
-# Topics win over small talk: "hi, turn on the light" is a request, not a greeting.
-_TOPICS: tuple[Intent, ...] = ("home", "music", "workspace", "capabilities")
+# A follow-up that only makes sense with the previous request ("make it warmer").
+FOLLOW_UP = (
+    "too",
+    "also",
+    "as well",
+    "it",
+    "juga",
+    "itu",
+    "warmer",
+    "cooler",
+    "colder",
+    "brighter",
+    "dimmer",
+    "hangatin",
+    "dinginin",
+    "terangin",
+    "lebih",
+    "more",
+    "less",
+    "the other one",
+    "yang satunya",
+)
+
+# Where one request ends and the next begins inside a message.
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,;.!?]+\s+|\s(?:and then|and|then|dan|terus|lalu|trus|abis itu|sama)\s)\s*", re.I)
 
 
 def words_of(text: str) -> str:
     """Lower-cased words separated by single spaces, for whole-phrase matching."""
-    return " " + " ".join(re.findall(r"[\w']+", text.lower())) + " "
+    return " " + " ".join(re.findall(r"[\w'°%]+", text.lower().replace("\u2019", "'"))) + " "
 
 
 def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
@@ -201,22 +354,72 @@ def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
     return any(f" {p} " in padded for p in phrases)
 
 
+def _marked(word: str) -> bool:
+    """An Indonesian suffix, but not English "-ain" ("curtain", "again")."""
+    return len(word) > 5 and word.endswith(("in", "kan", "nya")) and not word.endswith("ain")
+
+
 def detect_language(text: str) -> Lang:
-    words = words_of(text).split()
-    hits = sum(1 for w in words if w in _INDONESIAN)
+    words = [w for w in words_of(re.sub(r"@\w+", " ", text)).split() if not w.isdigit()]
+    # Casual Jakarta verbs and possessives carry their own mark: nyalain, pesanin, matikan, lampunya.
+    hits = sum(1 for w in words if w in _INDONESIAN or _marked(w))
     return "id" if hits and hits * 3 >= len(words) else "en"
+
+
+def clauses(text: str) -> list[str]:
+    """The parts of a message, split where one request ends and another begins."""
+    return [c for c in _CLAUSE_BREAK.split(re.sub(r"@\w+", " ", text)) if c.strip()]
+
+
+def topic_of(text: str) -> Topic | None:
+    """The domain one clause is about; music wins "play" over home words like "living room"."""
+    if has_any(text, _PHRASES["music"]) and not has_any(text, DEVICE_WORDS):
+        return "music"
+    topic: Topic
+    for topic in ("home", "workspace"):
+        if has_any(text, _PHRASES[topic]):
+            return topic
+    return None
+
+
+def topics_of(text: str) -> list[Topic]:
+    """Every domain a message asks about, in the order asked, each once."""
+    found: list[Topic] = []
+    for clause in clauses(text):
+        topic = topic_of(clause)
+        if topic is not None and topic not in found:
+            found.append(topic)
+    return found
+
+
+def is_follow_up(text: str) -> bool:
+    return has_any(text, FOLLOW_UP) or len(words_of(text).split()) <= 4
 
 
 def intent_of(text: str) -> Intent:
     """The first matching intent, checked from the most specific to the most general."""
     short = len(words_of(text).split()) <= 6
-    for intent in _TOPICS:
+    topics = topics_of(text)
+    if topics:
+        return topics[0]
+    intent: Intent
+    for intent in ("capabilities", "who", "time", "how_are_you"):
         if has_any(text, _PHRASES[intent]):
             return intent
-    if short and has_any(text, _PHRASES["goodbye"]):
-        return "goodbye"
-    if short and has_any(text, _PHRASES["thanks"]):
-        return "thanks"
-    if short and has_any(text, _PHRASES["greeting"]):
-        return "greeting"
+    for intent in ("goodbye", "thanks", "greeting"):
+        if short and has_any(text, _PHRASES[intent]):
+            return intent
     return "other"
+
+
+def in_language(lang: Lang, en: str, id_: str) -> str:
+    return id_ if lang == "id" else en
+
+
+def join(lang: Lang, items: list[str]) -> str:
+    """ "a, b and c" in the person's language (never an English "and" in Indonesian)."""
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + (" dan " if lang == "id" else " and ") + items[-1]

@@ -27,14 +27,19 @@ class _Range:
 _Rule = type[bool] | _Range | frozenset[str]
 _RULES: dict[str, dict[str, _Rule]] = {
     "dj": {"switch_led": bool, "bright_value": _Range(10, 1000), "temp_value": _Range(0, 1000)},
-    "kt": {"switch": bool, "temp_set": _Range(16, 30), "mode": frozenset({"cold", "wind", "dry", "auto"})},
+    "kt": {
+        "switch": bool,
+        "temp_set": _Range(16, 30),
+        "mode": frozenset({"cold", "wind", "dry", "auto"}),
+        "fan_speed_enum": frozenset({"low", "middle", "high", "auto"}),
+    },
     "cl": {"percent_control": _Range(0, 100), "control": frozenset({"open", "close", "stop"})},
 }
 
 _SEED: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("sbx-light-bedroom", "Bedroom light", "dj", {"switch_led": False, "bright_value": 800, "temp_value": 500}),
     ("sbx-light-living", "Living room light", "dj", {"switch_led": False, "bright_value": 1000, "temp_value": 300}),
-    ("sbx-ac-bedroom", "Bedroom AC", "kt", {"switch": False, "temp_set": 24, "mode": "cold"}),
+    ("sbx-ac-bedroom", "Bedroom AC", "kt", {"switch": False, "temp_set": 24, "mode": "cold", "fan_speed_enum": "auto"}),
     ("sbx-curtain-living", "Living room curtain", "cl", {"percent_control": 100, "control": "stop"}),
 )
 

@@ -84,7 +84,7 @@ async def test_ava_answers_small_talk_and_capabilities(app: App) -> None:
     what = (await app.say(headers, "what can you do")).json()
     assert "Zee" in what["messages"][-1]["text"]
     other = (await app.say(headers, "book me a flight to Bali")).json()
-    assert "offline" in other["messages"][-1]["text"]
+    assert "can't do that yet" in other["messages"][-1]["text"]
 
 
 async def test_retry_with_the_same_client_id_returns_the_first_result(app: App) -> None:

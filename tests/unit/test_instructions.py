@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents import AGENTS, Session, compose
+from agents.capabilities import render_persona
 from agents.instructions import layer_text
 
 JAKARTA = ZoneInfo("Asia/Jakarta")
@@ -30,6 +31,7 @@ DOORS = [
 LAYERS = {
     "room": "[ROOM]",
     "lead": "[ROLE: LEAD]",
+    "team": "[TEAM]",
     "specialist": "[ROLE: SPECIALIST]",
     "text": "[CHANNEL: TEXT]",
     "voice": "[CHANNEL: VOICE]",
@@ -40,10 +42,10 @@ LAYERS = {
 }
 
 EXPECTED = {
-    "text: Ava for the person": {"room", "lead", "text", "by_human", "session"},
-    "voice: Ava on a call": {"room", "lead", "voice", "by_human", "session"},
-    "phone: Ava on the phone": {"room", "lead", "voice", "by_human", "session"},
-    "wake: Ava woken by a note": {"room", "lead", "text", "by_postera", "session"},
+    "text: Ava for the person": {"room", "lead", "team", "text", "by_human", "session"},
+    "voice: Ava on a call": {"room", "lead", "team", "voice", "by_human", "session"},
+    "phone: Ava on the phone": {"room", "lead", "team", "voice", "by_human", "session"},
+    "wake: Ava woken by a note": {"room", "lead", "team", "text", "by_postera", "session"},
     "text: Zee mentioned directly": {"room", "specialist", "by_human", "session"},
     "text: Zee handed on by Ava": {"room", "specialist", "by_ava", "session"},
     "voice: Zee handed on during a call": {"room", "specialist", "by_ava", "session"},
@@ -63,7 +65,7 @@ def test_each_door_gets_exactly_its_layers(door: str, channel: str, agent: str, 
     text = compose(agent=AGENTS[agent], channel=channel, trigger=trigger, session=session())  # type: ignore[arg-type]
     present = {name for name, marker in LAYERS.items() if marker in text}
     assert present == EXPECTED[door]
-    assert text.startswith(AGENTS[agent].persona), "the agent's own instruction comes first"
+    assert text.startswith(render_persona(AGENTS[agent].persona, set())), "the agent's own instruction comes first"
 
 
 @pytest.mark.parametrize(("door", "channel", "agent", "trigger"), DOORS, ids=[d[0] for d in DOORS])

@@ -7,9 +7,22 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import AGENTS, Channel, Content, FunctionResult, ModelRequest, OfflineModel, Session, Trigger, compose
+from agents import (
+    AGENTS,
+    Channel,
+    Content,
+    FunctionResult,
+    ModelRequest,
+    OfflineModel,
+    Session,
+    Trigger,
+    compose,
+)
+from tests.fakes.toolbox import described_toolbox
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
+# The deployment's team as main wires it (describing tools does no I/O, so no pool is needed).
+TEAM = described_toolbox().team()
 
 
 def request(
@@ -25,11 +38,12 @@ def request(
         channel=channel,
         trigger=trigger,
         session=Session(now=NOW, time_zone=ZoneInfo("UTC")),
+        team=TEAM,
     )
     contents = [Content(role="model" if f"{agent.title()}]" in line else "user", text=line) for line in lines]
     if results:
         contents.append(Content(role="user", results=tuple(results)))
-    return ModelRequest(model="offline-1", system=system, contents=tuple(contents))
+    return ModelRequest(model="offline-1", system=system, contents=tuple(contents), tools=tuple(TEAM[agent]))
 
 
 async def answer(req: ModelRequest) -> tuple[str, list[str]]:
@@ -65,11 +79,11 @@ async def test_ava_says_goodbye_with_end_on_a_call(text: str) -> None:
     assert spoken.endswith("#affectionate# #end#")
 
 
-async def test_ava_says_plainly_what_she_cannot_do_offline() -> None:
+async def test_ava_says_plainly_what_nobody_can_do_yet() -> None:
     spoken, calls = await answer(request("ava", ["[2026-11-30 03:00 Budi] book me a flight"]))
-    assert "can't do that offline" in spoken and calls == []
+    assert "can't do that yet" in spoken and calls == []
     spoken, _ = await answer(request("ava", ["[2026-11-30 03:00 Budi] pesanin tiket pesawat dong"]))
-    assert "offline" in spoken
+    assert "belum bisa" in spoken
 
 
 async def test_zee_lists_then_switches_then_confirms() -> None:
@@ -98,7 +112,7 @@ async def test_zee_lists_then_switches_then_confirms() -> None:
     ]
     sent = [*listed, FunctionResult("c2", "send_commands", {"ok": True})]
     text, calls = await answer(request("zee", lines, trigger="ava", results=sent))
-    assert text == "Done, the bedroom light is on." and calls == []
+    assert text == "Done: the bedroom light is on." and calls == []
 
 
 async def test_zee_stays_silent_when_it_already_answered_the_request() -> None:

@@ -1,0 +1,276 @@
+"""Reading a smart-home request the way Zee should: clause by clause, which devices (kind,
+room, or something this home may not have), whether it is a question, and what to change.
+
+Deliberately explicit, English and Indonesian (casual Jakarta register too): each phrase
+list is a behaviour a scenario can name. A follow-up ("and the living room too", "make it
+warmer") borrows what it leaves out from the previous request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agents.offline.words import clauses, has_any, topic_of, words_of
+
+_KINDS: dict[str, tuple[str, ...]] = {
+    "dj": ("light", "lights", "lamp", "lamps", "lampu", "lampunya", "bulb"),
+    "kt": ("ac", "acnya", "aircon", "air con", "air conditioner", "air conditioning"),
+    "cl": ("curtain", "curtains", "gorden", "gordennya", "tirai", "blind", "blinds"),
+}
+KIND_ID = {"dj": "lampu", "kt": "AC", "cl": "gorden"}
+# Things people ask for that this home may not have: asked about, never guessed at.
+_OTHER_THINGS = {
+    "TV": ("tv", "television", "televisi"),
+    "fan": ("fan", "ceiling fan"),
+    "heater": ("heater", "pemanas"),
+    "door lock": ("door", "lock", "pintu", "kunci"),
+    "garage door": ("garage door",),
+    "kettle": ("kettle", "coffee machine", "rice cooker"),
+}
+# Longest phrases first, so "kamar mandi" is a bathroom and not the bedroom.
+_ROOMS: dict[str, tuple[str, ...]] = {
+    "bathroom": ("bathroom", "kamar mandi", "toilet"),
+    "kids room": ("kids room", "kamar anak"),
+    "dining room": ("dining room", "ruang makan"),
+    "living room": ("living room", "lounge", "ruang tamu", "ruang keluarga", "ruang tengah", "living"),
+    "bedroom": ("bedroom", "kamar tidur", "kamar"),
+    "kitchen": ("kitchen", "dapur"),
+    "office": ("office", "study", "ruang kerja"),
+    "garage": ("garage", "garasi"),
+    "garden": ("garden", "taman", "teras", "terrace"),
+}
+ROOM_ID = {
+    "bathroom": "kamar mandi",
+    "kids room": "kamar anak",
+    "dining room": "ruang makan",
+    "living room": "ruang tamu",
+    "bedroom": "kamar",
+    "kitchen": "dapur",
+    "office": "ruang kerja",
+    "garage": "garasi",
+    "garden": "taman",
+}
+_PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "semuanya", "everything", "every")
+_EVERYTHING = ("everything", "all devices", "semuanya", "semua perangkat", "all of them")
+_TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat")
+_OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
+_ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
+_OPEN = ("open", "buka", "bukain", "bukakan")
+_CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
+_STOP = ("stop", "berhenti", "stop gordennya", "setop")
+_HALF = ("halfway", "half", "half way", "setengah", "separuh")
+_QUESTION_START = (
+    "is", "are", "was", "were", "what", "what's", "which", "how", "how's", "does", "do", "did", "apakah", "apa",
+    "berapa", "gimana", "bagaimana", "status", "cek", "check",
+)  # fmt: skip
+_REQUEST_START = ("can", "could", "would", "will", "please", "tolong", "bisa", "coba", "pls", "mohon")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    what: str  # power, curtain, brightness, brighter, colour, warmer, cooler, temp, mode, fan
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One clause of a home request: which devices, and what to do (nothing: a read)."""
+
+    kinds: tuple[str, ...] = ()
+    rooms: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+    plural: bool = False
+    question: bool = False
+    actions: tuple[Action, ...] = field(default=())
+    everything: bool = False
+    asked_temperature: bool = False
+
+    @property
+    def shown(self) -> frozenset[str]:
+        """What the reply should mention beyond on/off: the settings asked about."""
+        asked = frozenset({"temp"}) if self.asked_temperature else frozenset()
+        return asked | frozenset(a.what for a in self.actions)
+
+
+def is_question(text: str) -> bool:
+    words = words_of(text).split()
+    if not words or words[0] in _REQUEST_START:
+        return False
+    if text.strip().endswith("?"):
+        return words[0] not in ("turn", "switch", "nyalain", "matiin", "open", "close", "buka", "tutup", "set")
+    return words[0] in _QUESTION_START or has_any(text, ("status", "belum", "nggak sih"))
+
+
+def rooms_in(text: str) -> tuple[tuple[str, ...], str]:
+    """Rooms named in the text, and the text without them (so "kamar" is not found twice)."""
+    padded = words_of(text)
+    found: list[str] = []
+    for room, phrases in _ROOMS.items():
+        for phrase in phrases:
+            if f" {phrase} " in padded:
+                found.append(room)
+                padded = padded.replace(f" {phrase} ", " ")
+                break
+    return tuple(found), padded
+
+
+def _percent(text: str) -> int | None:
+    match = re.search(r"(\d{1,3})\s*(?:%|percent|persen)", text.lower())
+    return min(100, int(match.group(1))) if match else None
+
+
+def _actions(text: str) -> tuple[Action, ...]:
+    """What the clause asks to change; the order does not matter, each kind of change once."""
+    low, pct = text.lower(), _percent(text)
+    found: list[Action] = []
+    degrees = re.search(r"(\d{2})\s*(?:°\s*c?|degrees?|derajat|celsius|c\b)", low) or re.search(
+        r"\b(?:to|ke|jadi|at)\s+(\d{2})\b(?!\s*%)", low
+    )
+    if degrees:
+        found.append(Action("temp", int(degrees.group(1))))
+    mode = _mode(text)
+    if mode:
+        found.append(Action("mode", mode))
+    speed = _fan_speed(text)
+    if speed:
+        found.append(Action("fan", speed))
+    found += _curtain(text, pct) + _brightness(text, pct, found)
+    colour = _colour(text, pct)
+    if colour is not None:
+        found.append(colour)
+    elif not mode and has_any(
+        text, ("warmer", "hangatin", "lebih hangat", "naikin suhu", "naikkan suhu", "raise the temperature")
+    ):
+        found.append(Action("warmer", 1))
+    elif not mode and has_any(
+        text, ("cooler", "colder", "dinginin", "lebih dingin", "turunin suhu", "turunkan suhu", "lower the temperature")
+    ):
+        found.append(Action("cooler", 1))
+    if has_any(text, _OFF):
+        found.append(Action("power", False))
+    elif has_any(text, _ON):
+        found.append(Action("power", True))
+    return tuple(found)
+
+
+def _curtain(text: str, pct: int | None) -> list[Action]:
+    if has_any(text, _STOP):
+        return [Action("stop", "stop")]
+    if has_any(text, _HALF):
+        return [Action("curtain", 50)]
+    if has_any(text, _OPEN):
+        return [Action("curtain", 100 - pct if pct is not None else 0)]
+    if has_any(text, _CLOSE):
+        return [Action("curtain", pct if pct is not None else 100)]
+    return []
+
+
+def _brightness(text: str, pct: int | None, found: list[Action]) -> list[Action]:
+    if has_any(text, ("full brightness", "paling terang", "terang banget", "max brightness")):
+        return [Action("brightness", 1000)]
+    if pct is not None and has_any(text, ("brightness", "bright", "kecerahan", "dim", "redupin", "redupkan", "terang")):
+        return [Action("brightness", max(10, pct * 10))]
+    if has_any(text, ("dim", "redupin", "redupkan", "redup", "dim down")):
+        return [Action("brightness", 300)]
+    if has_any(text, ("brighter", "terangin", "lebih terang", "terangkan")):
+        return [Action("brighter", 200)]
+    if has_any(text, ("dimmer", "lebih redup")):
+        return [Action("brighter", -200)]
+    if pct is not None and not any(a.what == "curtain" for a in found + _curtain(text, pct)) and not _colour(text, pct):
+        return [Action("percent", pct)]  # "set the bedroom light to 40%": a light's brightness
+    return []
+
+
+def _mode(text: str) -> str | None:
+    if not has_any(text, ("mode", "modenya")):
+        return "dry" if has_any(text, ("dehumidify", "dehumidifier")) else None
+    for value, words in (
+        ("cold", ("cool", "cold", "cooling", "dingin")),
+        ("wind", ("fan", "wind", "kipas", "angin")),
+        ("dry", ("dry", "kering")),
+        ("auto", ("auto", "automatic", "otomatis")),
+    ):
+        if has_any(text, words):
+            return value
+    return None
+
+
+def _fan_speed(text: str) -> str | None:
+    if not has_any(text, ("fan speed", "fan", "kipas", "kipasnya", "kecepatan kipas", "speed")) or has_any(
+        text, ("mode", "modenya")
+    ):
+        return None
+    for value, words in (
+        ("low", ("low", "pelan", "pelanin", "rendah", "slow")),
+        ("middle", ("medium", "middle", "mid", "sedang")),
+        ("high", ("high", "kencang", "kenceng", "kencengin", "tinggi", "max", "full")),
+        ("auto", ("auto", "otomatis")),
+    ):
+        if has_any(text, words):
+            return value
+    return None
+
+
+def _colour(text: str, pct: int | None) -> Action | None:
+    if pct is not None and has_any(text, ("colour temperature", "color temperature", "suhu warna")):
+        return Action("colour", pct * 10)
+    if has_any(text, ("warm white", "warm light", "cahaya hangat", "kuning", "warna hangat")):
+        return Action("colour", 0)
+    if has_any(text, ("cool white", "daylight", "cahaya putih", "putih", "cold white", "warna dingin")):
+        return Action("colour", 1000)
+    return None
+
+
+def parse(text: str) -> Ask:
+    rooms, rest = rooms_in(text)
+    kinds = tuple(k for k, words in _KINDS.items() if has_any(rest, words))
+    if not kinds and has_any(text, _TEMPERATURE):
+        kinds = ("kt",)  # "what's the temperature in the bedroom?" is the AC's
+    others = tuple(n for n, words in _OTHER_THINGS.items() if has_any(rest, words))
+    if "fan" in others and (kinds or _fan_speed(text) or _mode(text)):
+        others = tuple(o for o in others if o != "fan")  # "fan speed" is the AC's
+    question = is_question(text)
+    actions = () if question else _actions(text)
+    return Ask(
+        kinds,
+        rooms,
+        others,
+        has_any(text, _PLURAL),
+        question,
+        actions,
+        has_any(text, _EVERYTHING),
+        has_any(text, _TEMPERATURE),
+    )
+
+
+def asks_of(request: str, previous: str) -> list[Ask]:
+    """Zee's part of the request, one Ask per clause; missing parts come from just before."""
+    parts: list[str] = []
+    current = None
+    for clause in clauses(request):  # "turn on the AC and set it to 20": the second part is still Zee's
+        current = topic_of(clause) or current
+        if current == "home":
+            parts.append(clause)
+    parts = parts or clauses(request)
+    asks: list[Ask] = []
+    for part in parts:
+        ask = parse(part)
+        before = asks[-1] if asks else _last_home_ask(previous)
+        if before is not None and not ask.question:
+            if not ask.kinds and not ask.others:
+                ask = replace(
+                    ask, kinds=before.kinds, rooms=ask.rooms or before.rooms, plural=ask.plural or before.plural
+                )
+            if not ask.actions:
+                ask = replace(ask, actions=before.actions)
+        asks.append(ask)
+    return asks
+
+
+def _last_home_ask(previous: str) -> Ask | None:
+    if not previous:
+        return None
+    parts = [parse(c) for c in clauses(previous) if topic_of(c) == "home"]
+    return parts[-1] if parts else None

@@ -1,0 +1,41 @@
+"""Conversation scenarios (`avagenc eval`, SPEC §15): YAML suites run through the real
+product on the configured model, judged rule by rule.
+
+Used by the composition root (the CLI verb) and the tests; it reaches the domains only
+through their top-level names.
+"""
+
+from scenarios.report import render, rule_rates, summary
+from scenarios.rules import RULES, Observation, Rule, register
+from scenarios.runner import (
+    Product,
+    RecordingModel,
+    ScenarioClock,
+    ScenarioResult,
+    SuiteResult,
+    run_scenario,
+    run_suite,
+)
+from scenarios.spec import Scenario, ScenarioError, Suite, bundled_suites, load_suite
+
+__all__ = [
+    "RULES",
+    "Observation",
+    "Product",
+    "RecordingModel",
+    "Rule",
+    "Scenario",
+    "ScenarioClock",
+    "ScenarioError",
+    "ScenarioResult",
+    "Suite",
+    "SuiteResult",
+    "bundled_suites",
+    "load_suite",
+    "register",
+    "render",
+    "rule_rates",
+    "run_scenario",
+    "run_suite",
+    "summary",
+]

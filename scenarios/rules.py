@@ -1,0 +1,372 @@
+"""The rules a scenario's expectations are judged by, one per expectation key.
+
+Each rule checks the value written in the file when the file is read (so a malformed
+expectation fails before anything runs) and judges one turn's observation afterwards,
+returning a sentence that says what went wrong, or None. The report counts passes per
+rule, so an instruction change shows which behaviour it moved.
+
+Extension point: a domain that adds behaviour adds its rule with `register` (a wake
+note's time, say, once reminders exist: its check reads `Observation.product`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import AGENTS, EMOTIONS, hollow
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one turn did, as the rules see it."""
+
+    door: str
+    person_id: str
+    messages: list[dict[str, Any]]  # the turn's messages (as the API returns them), in order
+    runs: list[dict[str, Any]]  # the turn's runs, in the order they started
+    home_before: dict[str, dict[str, Any]]  # device id -> data points
+    home_after: dict[str, dict[str, Any]]
+    spoken: str  # the raw final reply of the run the person spoke to (tags included)
+    product: Any = None  # the services the turn ran on, for rules that must look further
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def replies(self) -> list[dict[str, Any]]:
+        """Agents' messages that are not handoff tags."""
+        return [m for m in self.messages if m["author"] in AGENTS and not _is_handoff(m)]
+
+
+def _is_handoff(message: dict[str, Any]) -> bool:
+    return bool(message["author"] == "ava" and str(message["text"]).startswith("@"))
+
+
+Check = Callable[[Observation, Any], Awaitable[str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    about: str  # one line for the report and docs/eval.md
+    validate: Callable[[Any], str | None]
+    check: Check
+
+
+RULES: dict[str, Rule] = {}
+
+
+def register(name: str, about: str, validate: Callable[[Any], str | None]) -> Callable[[Check], Check]:
+    """Add a rule under an expectation key (decorator)."""
+
+    def add(check: Check) -> Check:
+        assert name not in RULES, f"rule {name!r} registered twice"
+        RULES[name] = Rule(name, about, validate, check)
+        return check
+
+    return add
+
+
+# --- value checks -------------------------------------------------------------------------
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _strings(value: Any) -> str | None:
+    ok = isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)
+    return None if ok else "must be a non-empty list of strings"
+
+
+def _agents(value: Any) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.lstrip("@") in AGENTS for v in value):
+        return f"must be a list of agent names from {sorted(AGENTS)}"
+    return None
+
+
+def _runs(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return "must be a list like [{agent: ava, trigger: human}, {agent: zee, trigger: ava, parent: ava}]"
+    for item in value:
+        if not isinstance(item, dict) or set(item) - {"agent", "trigger", "parent"} or "agent" not in item:
+            return "each run is {agent, trigger, parent}; agent is required"
+        if item["agent"] not in AGENTS or item.get("trigger", "human") not in ("human", "ava", "postera"):
+            return f"agent must be one of {sorted(AGENTS)} and trigger one of human, ava, postera"
+        if item.get("parent") is not None and item["parent"] not in AGENTS:
+            return f"parent must be an agent name, not {item['parent']!r}"
+    return None
+
+
+def _home(value: Any) -> str | None:
+    if value == "unchanged":
+        return None
+    if isinstance(value, dict) and value and all(isinstance(v, dict) and v for v in value.values()):
+        return None
+    return 'must be "unchanged" or map device ids to the data points they end with'
+
+
+def _count(value: Any) -> str | None:
+    return (
+        None if isinstance(value, int) and not isinstance(value, bool) and value > 0 else "must be a whole number > 0"
+    )
+
+
+# --- the rules ----------------------------------------------------------------------------
+
+
+@register("runs", "which agents run, with which trigger and parent, in order", _runs)
+async def _check_runs(o: Observation, expected: list[dict[str, Any]]) -> str | None:
+    by_id = {r["id"]: r["agent"] for r in o.runs}
+    seen = [
+        {"agent": r["agent"], "trigger": r["trigger"], "parent": by_id.get(r["parent_run_id"] or "")} for r in o.runs
+    ]
+    wanted = [{"agent": e["agent"], "trigger": e.get("trigger", "human"), "parent": e.get("parent")} for e in expected]
+    if seen != wanted:
+        return f"runs were {_show_runs(seen)}, expected {_show_runs(wanted)}"
+    return None
+
+
+def _show_runs(runs: list[dict[str, Any]]) -> str:
+    parts = [f"{r['agent']}({r['trigger']}{'<' + r['parent'] if r['parent'] else ''})" for r in runs]
+    return "[" + ", ".join(parts) + "]"
+
+
+@register("runs_succeed", "every run of the turn ends succeeded", _boolean)
+async def _check_succeeded(o: Observation, expected: bool) -> str | None:
+    failed = [f"{r['agent']}: {(r.get('error') or {}).get('type')}" for r in o.runs if r["status"] != "succeeded"]
+    if expected and failed:
+        return "runs failed: " + ", ".join(failed)
+    return None
+
+
+@register("handoffs", "Ava's handoffs, in order; each message is exactly @name", _agents)
+async def _check_handoffs(o: Observation, expected: list[str]) -> str | None:
+    written = [m["text"] for m in o.messages if _is_handoff(m)]
+    wanted = ["@" + name.lstrip("@") for name in expected]
+    if written != wanted:
+        return f"Ava wrote handoffs {written}, expected exactly {wanted}"
+    return None
+
+
+@register("ava_silent", "Ava writes no reply of her own (handoff tags aside)", _boolean)
+async def _check_silent(o: Observation, expected: bool) -> str | None:
+    said = [m["text"] for m in o.replies if m["author"] == "ava"]
+    if expected and said:
+        return f"Ava should be silent but said {said[0]!r}"
+    if not expected and not said:
+        return "Ava should have answered but stayed silent"
+    return None
+
+
+@register("replies_from", "who writes a reply, in order (handoff tags aside)", _agents)
+async def _check_repliers(o: Observation, expected: list[str]) -> str | None:
+    seen = [m["author"] for m in o.replies]
+    if seen != [e.lstrip("@") for e in expected]:
+        return f"replies came from {seen}, expected {expected}"
+    return None
+
+
+@register("home", 'the sandbox home after the turn: "unchanged", or only the listed data points change', _home)
+async def _check_home(o: Observation, expected: Any) -> str | None:
+    wanted = {d: dict(points) for d, points in o.home_before.items()}
+    if expected != "unchanged":
+        for device, points in expected.items():
+            if device not in wanted:
+                return f"there is no device {device!r} in the sandbox home"
+            wanted[device].update(points)
+    changes = [
+        f"{device}.{code}: {o.home_before[device].get(code)!r} -> {o.home_after.get(device, {}).get(code)!r}"
+        f" (expected {wanted[device].get(code)!r})"
+        for device in wanted
+        for code in sorted(set(wanted[device]) | set(o.home_after.get(device, {})))
+        if o.home_after.get(device, {}).get(code) != wanted[device].get(code)
+    ]
+    return "home differs: " + "; ".join(changes) if changes else None
+
+
+# Words that mark a reply as one language or the other. Device names count: an
+# Indonesian reply says "lampu kamar", not "bedroom light".
+_ENGLISH = frozenset(
+    [
+        "and",
+        "the",
+        "is",
+        "are",
+        "your",
+        "you",
+        "it",
+        "done",
+        "sorry",
+        "can't",
+        "cannot",
+        "yet",
+        "with",
+        "of",
+        "to",
+        "light",
+        "lights",
+        "bedroom",
+        "living",
+        "room",
+        "curtain",
+        "which",
+        "what",
+        "here",
+        "now",
+        "off",
+        "on",
+        "open",
+        "closed",
+        "not",
+        "I'm",
+        "i",
+    ]
+)
+_INDONESIAN = frozenset(
+    [
+        "dan",
+        "yang",
+        "lampu",
+        "kamar",
+        "udah",
+        "sudah",
+        "nyala",
+        "mati",
+        "aku",
+        "kamu",
+        "ya",
+        "belum",
+        "bisa",
+        "nggak",
+        "sekarang",
+        "gorden",
+        "ruang",
+        "tamu",
+        "beres",
+        "maaf",
+        "dong",
+        "ada",
+        "lagi",
+        "itu",
+        "ini",
+        "sama",
+        "makasih",
+        "kebuka",
+        "ketutup",
+        "dadah",
+        "sampai",
+    ]
+)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", re.sub(r"#\w+#", " ", text.lower()))
+
+
+@register(
+    "language",
+    "every reply is in this language (en or id), with no words of the other",
+    lambda v: None if v in ("en", "id") else "must be en or id",
+)
+async def _check_language(o: Observation, expected: str) -> str | None:
+    texts = [m["text"] for m in o.replies] or ([o.spoken] if o.spoken else [])
+    if not texts:
+        return "nobody replied, so there is no language to check"
+    mine, other = (_INDONESIAN, _ENGLISH) if expected == "id" else (_ENGLISH, _INDONESIAN)
+    for text in texts:
+        words = _words(text)
+        stray = sorted({w for w in words if w in other})
+        if stray:
+            return f"{text!r} mixes in {stray}"
+        if not any(w in mine for w in words):
+            return f"{text!r} does not read as {expected}"
+    return None
+
+
+@register("says", "the replies contain each of these (case-insensitive)", _strings)
+async def _check_says(o: Observation, expected: list[str]) -> str | None:
+    said = " ".join(m["text"] for m in o.replies).lower()
+    missing = [e for e in expected if e.lower() not in said]
+    return f"replies {said!r} lack {missing}" if missing else None
+
+
+@register("never_says", "the replies contain none of these (case-insensitive)", _strings)
+async def _check_never_says(o: Observation, expected: list[str]) -> str | None:
+    said = " ".join(m["text"] for m in o.replies).lower()
+    found = [e for e in expected if e.lower() in said]
+    return f"replies {said!r} contain {found}" if found else None
+
+
+@register("asks", "a reply asks the person a question back (true) or none does (false)", _boolean)
+async def _check_asks(o: Observation, expected: bool) -> str | None:
+    asked = any("?" in m["text"] for m in o.replies)
+    if asked != expected:
+        return "nobody asked a question back" if expected else "a reply asked a question instead of answering"
+    return None
+
+
+_TAG = re.compile(r"#\s*([A-Za-z_]+)\s*#")
+_FORBIDDEN = re.compile(r"[()\[\]\\*_`<>{}|~]|^\s*[-•]\s", re.MULTILINE)
+
+
+def _sentences(spoken: str) -> list[str]:
+    plain = _TAG.sub(" ", spoken)
+    return [s for s in re.split(r"(?<=[.!?…])\s+", plain.strip()) if s.strip()]
+
+
+@register("spoken_sentences_max", "on a call, the spoken reply has at most this many sentences", _count)
+async def _check_length(o: Observation, expected: int) -> str | None:
+    count = len(_sentences(o.spoken))
+    if not o.spoken.strip():
+        return "nothing was spoken (silence on a call)"
+    return f"{count} sentences spoken, at most {expected} allowed: {o.spoken!r}" if count > expected else None
+
+
+@register("spoken_characters", "on a call, no markdown, lists or ( ) [ ] \\ characters are spoken", _boolean)
+async def _check_characters(o: Observation, expected: bool) -> str | None:
+    bad = sorted(set(_FORBIDDEN.findall(_TAG.sub(" ", o.spoken))))
+    stray_hash = "#" in _TAG.sub(" ", o.spoken)
+    if expected and (bad or stray_hash):
+        return f"the spoken reply holds characters a voice must not speak: {bad + (['#'] if stray_hash else [])}"
+    return None
+
+
+@register("emotion_tags", "on a call, at least one tag, each one of the 20 emotions, each after a sentence", _boolean)
+async def _check_tags(o: Observation, expected: bool) -> str | None:
+    tags = [t.lower() for t in _TAG.findall(o.spoken)]
+    emotions = [t for t in tags if t != "end"]
+    if not expected:
+        return f"tags {emotions} were used where none were expected" if emotions else None
+    if not emotions:
+        return f"no emotion tag in {o.spoken!r}"
+    unknown = [t for t in emotions if t not in EMOTIONS]
+    if unknown:
+        return f"tags {unknown} are not among the 20 emotions"
+    if _TAG.match(o.spoken.strip()):
+        return "the reply starts with a tag; a tag follows the sentence it colours"
+    return None
+
+
+@register("end", "on a call, #end# is the very last token (true) or absent (false)", _boolean)
+async def _check_end(o: Observation, expected: bool) -> str | None:
+    has_end = bool(re.search(r"#\s*end\s*#", o.spoken, re.IGNORECASE))
+    last = o.spoken.rstrip().lower().endswith("#end#")
+    if expected and not (has_end and last):
+        return f"#end# should close the reply: {o.spoken!r}"
+    if not expected and has_end:
+        return f"#end# hangs up, but this turn should not: {o.spoken!r}"
+    if expected and not _sentences(o.spoken.replace("#end#", "")):
+        return "#end# came with no goodbye"
+    return None
+
+
+@register("promises_backed", "the replies promise only what some registered tool really does", _boolean)
+async def _check_promises(o: Observation, expected: bool) -> str | None:
+    tools = [spec for specs in getattr(o.product, "team", {}).values() for spec in specs]
+    said = " ".join(m["text"] for m in o.replies) or o.spoken
+    empty = hollow(said, tools)
+    if expected and empty:
+        return f"{said!r} promises {empty}, which no registered tool provides"
+    return None

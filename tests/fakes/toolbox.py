@@ -1,0 +1,29 @@
+"""The deployment's toolbox as main.py wires it, built with no database and no network.
+
+Describing tools does no I/O (agents/toolbox.py), so unit tests can read what each agent
+really has — the team layer, the persona-versus-tools check — without a running product.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+
+from agents import Toolbox, VendorCredentials, build_specialists
+from main import build_toolbox
+
+
+async def _nobody_said(_: str) -> tuple[str, datetime] | None:
+    return None
+
+
+def described_toolbox() -> Toolbox:
+    specialists = build_specialists(
+        pool=None,  # type: ignore[arg-type]  # never reached: nothing is called
+        http=None,  # type: ignore[arg-type]  # no vendor credentials, so no client is built
+        credentials=VendorCredentials(),
+        token_key=base64.urlsafe_b64encode(b"k" * 32),  # a Fernet key
+        state_key=b"s" * 32,
+        person_said=_nobody_said,
+    )
+    return build_toolbox(specialists=specialists)
