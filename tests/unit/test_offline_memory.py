@@ -102,5 +102,6 @@ async def test_without_recall_she_neither_looks_up_nor_promises() -> None:
     assert calls == [] and "remember" not in text
 
 
-async def test_home_requests_still_go_to_zee() -> None:
-    assert await reply(ask("turn on my favourite lamp")) == ("", [("zee", {"tag": "@zee"})])
+@pytest.mark.parametrize("request_text", ["turn on my favourite lamp", "turn on the bedroom light"])
+async def test_home_requests_are_not_memorys(request_text: str) -> None:
+    assert await reply(ask(request_text)) == await reply(ask(request_text, tools=False))
