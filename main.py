@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 
 import asyncpg
 import httpx
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
 from pydantic import SecretStr
 from starlette.exceptions import HTTPException
@@ -41,9 +41,12 @@ from starlette.exceptions import HTTPException
 from agents import (
     Channel,
     Integration,
+    Knowledge,
     LinkError,
+    LocalKnowledge,
     Model,
     OfflineModel,
+    RuleExtractor,
     RunContext,
     SandboxHome,
     Specialists,
@@ -56,6 +59,8 @@ from agents import (
     handoff_tools,
     parse_spoken,
     rafal_tools,
+    recall_tools,
+    session_facts,
     yori_tools,
     zee_tools,
 )
@@ -66,6 +71,9 @@ from chat import (
     ChatError,
     EventHub,
     EventLog,
+    FactLookup,
+    Forgetting,
+    Learning,
     LocalTokens,
     People,
     PostgresEvents,
@@ -75,10 +83,12 @@ from chat import (
     Wallet,
     build_callback_router,
     build_integrations_router,
+    build_knowledge_router,
     build_reminders_router,
     build_router,
     build_wallet_router,
     drain_detached,
+    no_wakes,
     on_chat_error,
     on_domain_error,
     on_http_error,
@@ -249,7 +259,77 @@ def _adapter_names(integration: Integration[Any]) -> str:
     return " + ".join(type(a).__name__ for a in (integration.sandbox, integration.live) if a is not None)
 
 
-def build_toolbox(*, specialists: Specialists, reminders: Reminders | None = None) -> Toolbox:
+@dataclass
+class KnowledgeParts:
+    """Semantic memory as this process runs it: the port, the ingestion worker, the session lookup."""
+
+    knowledge: Knowledge
+    learning: Learning
+    adapter: str
+
+    @property
+    def facts(self) -> FactLookup:
+        async def lookup(*, person_id: str, text: str) -> list[str]:
+            return await session_facts(self.knowledge, person_id=person_id, text=text)
+
+        return lookup
+
+
+def build_knowledge(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    dsn: str,
+    chosen: Knowledge | None = None,
+) -> KnowledgeParts:
+    """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
+    without. `chosen` (a test's) serves the port instead. The worker starts later
+    (`start_learning`), once the event hub is up."""
+    knowledge: Knowledge
+    if chosen is not None:
+        knowledge, adapter = chosen, type(chosen).__name__
+    elif settings.zep_api_key is not None:
+        from agents.knowledge.zep import ZepKnowledge  # the SDK loads only when it is used
+
+        zep = ZepKnowledge(
+            api_key=settings.zep_api_key.get_secret_value(),
+            base_url=settings.zep_base_url,
+            timeout_s=settings.zep_timeout_s,
+        )
+        stack.push_async_callback(zep.aclose)
+        knowledge, adapter = zep, "ZepKnowledge"
+    elif settings.gemini_api_key is not None:
+        from agents.knowledge.gemini import GeminiExtractor
+
+        extractor = GeminiExtractor(
+            api_key=settings.gemini_api_key.get_secret_value(),
+            model=settings.gemini_model_knowledge or settings.gemini_model,
+            timeout_s=settings.gemini_timeout_s,
+        )
+        stack.push_async_callback(extractor.aclose)
+        knowledge, adapter = LocalKnowledge(pool, extractor=extractor), "LocalKnowledge + GeminiExtractor"
+    else:
+        knowledge, adapter = LocalKnowledge(pool, extractor=RuleExtractor()), "LocalKnowledge + RuleExtractor"
+    learning = Learning(
+        pool=pool,
+        dsn=dsn,
+        knowledge=knowledge,
+        batch_max=settings.knowledge_batch_max,
+        poll_s=settings.knowledge_poll_s,
+    )
+    return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter)
+
+
+async def start_learning(parts: KnowledgeParts, stack: contextlib.AsyncExitStack) -> None:
+    """The ingestion worker, stopped (mid-batch if need be: the cursor keeps the backlog) on close."""
+    stack.push_async_callback(parts.learning.stop)
+    await parts.learning.start()
+
+
+def build_toolbox(
+    *, specialists: Specialists, knowledge: Knowledge | None = None, reminders: Reminders | None = None
+) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
     home, music, workspace = specialists.home, specialists.music, specialists.workspace
@@ -278,6 +358,11 @@ def build_toolbox(*, specialists: Specialists, reminders: Reminders | None = Non
         )
 
     toolbox.register("ava", handoffs)
+    if knowledge is not None:
+        memory = knowledge
+        toolbox.register(
+            "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
+        )
     if reminders is not None:
         # Only Ava keeps wake notes: specialists act in the present (SPEC §5, role layer).
         toolbox.register("ava", lambda context: wake_tools(reminders, context))
@@ -440,6 +525,7 @@ class Services:
     local_tokens: LocalTokens
     voice: VoiceDoors
     toolbox: Toolbox
+    knowledge: KnowledgeParts
     reminders: ReminderParts | None = None
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
@@ -508,6 +594,7 @@ def build_turns(
     wallet: Wallet,
     model: Model,
     toolbox: Toolbox,
+    knowledge: KnowledgeParts,
     clock: Callable[[], datetime] | None = None,
 ) -> Turns:
     return Turns(
@@ -519,6 +606,7 @@ def build_turns(
         toolbox=toolbox,
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
+        facts=knowledge.facts,
         # The agents' "now"; a scenario run (avagenc eval) sets its own.
         clock=clock or (lambda: datetime.now(UTC)),
     )
@@ -614,6 +702,7 @@ async def bootstrap(
     migrate_first: bool = True,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
+    knowledge: Knowledge | None = None,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     dsn, embedded = await build_database(settings, stack)
@@ -624,14 +713,25 @@ async def bootstrap(
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
+    memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
     reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
-    toolbox = build_toolbox(specialists=specialists, reminders=reminder_parts.reminders)
+    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
     ledger, wallet = build_ledger(settings, pool, runs)
-    turns = build_turns(settings, threads=threads, runs=runs, wallet=wallet, model=chosen, toolbox=toolbox, clock=clock)
+    turns = build_turns(
+        settings,
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=chosen,
+        toolbox=toolbox,
+        knowledge=memory,
+        clock=clock,
+    )
     # Turns and charges that outlived their requests finish before the hub and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = await build_event_hub(dsn, stack)
     await build_sweep(threads, runs, wallet, pool)
+    await start_learning(memory, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     voice, speech = build_voice(
@@ -649,6 +749,7 @@ async def bootstrap(
         "workspace": _adapter_names(specialists.workspace),
         "identity": "LocalTokens",
         "speech": speech,
+        "knowledge": memory.adapter,
         **reminder_parts.adapters,
     }
     return Services(
@@ -666,6 +767,7 @@ async def bootstrap(
         local_tokens=local_tokens,
         voice=voice,
         toolbox=toolbox,
+        knowledge=memory,
         reminders=reminder_parts,
         embedded=embedded,
         adapters=adapters,
@@ -708,16 +810,42 @@ async def start_services(
     model: Model | None = None,
     migrate_first: bool = True,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
+    knowledge: Knowledge | None = None,
 ) -> Services:
     """The whole server, on a stack of its own that `Services.close` unwinds."""
     stack = contextlib.AsyncExitStack()
     try:
         return await bootstrap(
-            settings, stack, model=model, migrate_first=migrate_first, vendor_transport=vendor_transport
+            settings,
+            stack,
+            model=model,
+            migrate_first=migrate_first,
+            vendor_transport=vendor_transport,
+            knowledge=knowledge,
         )
     except BaseException:
         await stack.aclose()
         raise
+
+
+def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
+    """GET /v1/knowledge and forget me (DELETE), which also settles and cancels what it must."""
+    forgetting = Forgetting(
+        pool=services.pool,
+        threads=services.threads,
+        learning=services.knowledge.learning,
+        knowledge=services.knowledge.knowledge,
+        cancel_wakes=services.reminders.reminders.cancel_pending if services.reminders is not None else no_wakes,
+        settle=services.wallet.settle_uncharged,
+        wait_s=services.settings.thread_wait_s,
+        timeout_s=services.settings.knowledge_timeout_s,
+    )
+    return build_knowledge_router(
+        api,
+        knowledge=services.knowledge.knowledge,
+        forgetting=forgetting,
+        timeout_s=services.settings.knowledge_timeout_s,
+    )
 
 
 def build_app(services: Services) -> FastAPI:
@@ -744,6 +872,7 @@ def build_app(services: Services) -> FastAPI:
     app.include_router(build_router(api))
     admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
+    app.include_router(build_knowledge_routes(services, api))
     parts = services.reminders
     if parts is not None and parts.delivery is not None:
         app.include_router(build_reminders_router(api, parts.reminders))
@@ -785,10 +914,13 @@ async def running(
     model: Model | None = None,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
+    knowledge: Knowledge | None = None,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
-        services = await bootstrap(settings, stack, model=model, vendor_transport=vendor_transport, clock=clock)
+        services = await bootstrap(
+            settings, stack, model=model, vendor_transport=vendor_transport, clock=clock, knowledge=knowledge
+        )
         yield services, build_app(services)
 
 

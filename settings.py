@@ -107,6 +107,19 @@ class Settings(BaseSettings):
     cloud_tasks_service_account: str | None = None
     # Firebase Cloud Messaging for push notifications: a service-account JSON file.
     fcm_credentials: Path | None = None
+
+    # Knowledge (SPEC §7). With a Zep key the graph lives in Zep Cloud; without, in our
+    # own PostgreSQL (facts read by Gemini when GEMINI_API_KEY is set, by rules otherwise).
+    zep_api_key: SecretStr | None = None
+    zep_base_url: str | None = None
+    zep_timeout_s: float = Field(default=10.0, gt=0)
+    # The Gemini model that reads facts out of messages (default: GEMINI_MODEL).
+    gemini_model_knowledge: str | None = None
+    # Messages per ingestion batch, and how often the worker looks for a backlog anyway.
+    knowledge_batch_max: int = Field(default=50, ge=1, le=500)
+    knowledge_poll_s: float = Field(default=30.0, gt=0)
+    # How long GET /v1/knowledge and forget me wait for the memory service (then 503).
+    knowledge_timeout_s: float = Field(default=15.0, gt=0)
     # Integrations (SPEC §6.2). Without a vendor's credentials its agent uses the person's
     # sandbox only; with them, a person who links their account gets the live adapter.
     # Refresh tokens are sealed with this Fernet key (44 url-safe base64 characters, e.g.

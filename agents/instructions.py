@@ -70,7 +70,11 @@ def _duration(delta: timedelta) -> str:
 def session_layer(session: Session) -> str:
     facts = ""
     if session.facts:
-        facts = "What you know about the person:\n" + "\n".join(f"- {f}" for f in session.facts) + "\n"
+        facts = (
+            "What you know about the person (learned from earlier messages; use it when it helps, never recite it):\n"
+            + "\n".join(f"- {f}" for f in session.facts)
+            + "\n"
+        )
     since = ""
     if session.previous_message_at is not None:
         since = f"\nTime since the previous message: {_duration(session.now - session.previous_message_at)}."

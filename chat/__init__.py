@@ -19,8 +19,11 @@ from chat.edge import (
 )
 from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
 from chat.events import EventHub, EventLog, publish_reminder_delivered
+from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
 from chat.integrations_api import build_integrations_router
+from chat.knowledge_api import build_knowledge_router
+from chat.learning import Learning
 from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.reminders_api import build_callback_router, build_reminders_router
@@ -28,7 +31,7 @@ from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
-from chat.turns import TurnResult, Turns
+from chat.turns import FactLookup, TurnResult, Turns
 from chat.wallet import Wallet
 from chat.wallet_api import build_wallet_router
 
@@ -37,12 +40,17 @@ __all__ = [
     "BodyLimit",
     "ChatApi",
     "ChatError",
+    "Erased",
     "EventHub",
     "EventLog",
     "EventSink",
+    "FactLookup",
+    "Forgetting",
     "KeepableStr",
+    "Learning",
     "LocalTokens",
     "Message",
+    "PendingWakes",
     "People",
     "PeopleStore",
     "Person",
@@ -60,12 +68,14 @@ __all__ = [
     "Wallet",
     "build_callback_router",
     "build_integrations_router",
+    "build_knowledge_router",
     "build_reminders_router",
     "build_router",
     "build_wallet_router",
     "cancel_detached",
     "drain_detached",
     "mentions",
+    "no_wakes",
     "on_chat_error",
     "on_domain_error",
     "on_http_error",

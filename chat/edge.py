@@ -70,6 +70,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "time_zone_invalid": (400, "Unknown time zone"),
     "date_invalid": (422, "The date is out of range"),
     "thread_busy": (503, "Your thread is busy with another request"),
+    "knowledge_unavailable": (503, "Memory is not reachable right now"),
     "too_many_streams": (429, "Too many live connections"),
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),

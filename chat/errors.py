@@ -43,6 +43,12 @@ class ThreadBusy(ChatError):
     type = "thread_busy"
 
 
+class KnowledgeUnavailable(ChatError):
+    """The memory service (Zep, or the graph) did not answer in time."""
+
+    type = "knowledge_unavailable"
+
+
 class TooManyStreams(ChatError):
     type = "too_many_streams"
 

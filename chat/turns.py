@@ -10,11 +10,12 @@ recorded as failed with a stable error code; it never takes the person's message
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from agents import (
@@ -58,6 +59,14 @@ log = logging.getLogger(__name__)
 TEXT_CHARS_MAX = 4_000
 # How many recent messages are read before the token budget picks the window.
 _HISTORY_ROWS_MAX = 200
+# How long a turn waits for what is known about the person before running without it.
+_FACTS_TIMEOUT_S = 1.0
+
+
+class FactLookup(Protocol):
+    """Facts about the person relevant to a text, as sentences for the session layer."""
+
+    async def __call__(self, *, person_id: str, text: str) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,8 @@ class _Turn:
     zone: ZoneInfo
     origin: Message
     runs: list[Run] = field(default_factory=list)
+    # Looked up once per turn, for the message that started it.
+    facts: tuple[str, ...] | None = None
 
 
 class _Recorder:
@@ -147,6 +158,7 @@ class Turns:
         thread_wait_s: float,
         limits: RunLimits | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        facts: FactLookup | None = None,
     ) -> None:
         self._threads = threads
         self._runs = runs
@@ -159,6 +171,7 @@ class Turns:
         self._limits = limits or RunLimits()
         # The person's "now" as the agents read it; a scenario run (avagenc eval) sets its own.
         self._clock = clock
+        self._facts = facts
 
     async def post(
         self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
@@ -265,6 +278,19 @@ class Turns:
         )
         return self._toolbox.tools_for(agent.name, context)
 
+    async def _facts_of(self, turn: _Turn) -> tuple[str, ...]:
+        """What is known about the person that bears on the turn's message; never a reason to fail."""
+        if self._facts is None:
+            return ()
+        if turn.facts is None:
+            try:
+                async with asyncio.timeout(_FACTS_TIMEOUT_S):
+                    turn.facts = tuple(await self._facts(person_id=turn.person.id, text=turn.origin.text))
+            except Exception as exc:
+                log.warning("facts lookup failed for %s: %s", turn.person.id, type(exc).__name__)
+                turn.facts = ()
+        return turn.facts
+
     async def _write_reply(self, turn: _Turn, agent: AgentSpec, run: Run, reply: str) -> None:
         """The reply as the thread keeps it: on a call, Ava's emotion tags become metadata
         and never stay in the text; an all-tags reply is no message at all."""
@@ -291,7 +317,12 @@ class Turns:
         failure. A run stopped at an empty wallet fails, yet still says why."""
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
         history, previous_at = await self._history(turn, pinned)
-        session = Session(now=self._clock(), time_zone=turn.zone, previous_message_at=previous_at)
+        session = Session(
+            now=self._clock(),
+            time_zone=turn.zone,
+            previous_message_at=previous_at,
+            facts=await self._facts_of(turn),
+        )
         system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
         contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
         try:

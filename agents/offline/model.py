@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from agents.model import Content, FunctionCall, ModelRequest, ModelResponse, Usage
+from agents.offline.memory import memory_turn
 from agents.offline.situation import read_situation
 from agents.offline.skills import lead_turn, specialist_turn
 
@@ -28,7 +29,11 @@ def _content_text(content: Content) -> str:
 class OfflineModel:
     async def generate(self, *, request: ModelRequest) -> ModelResponse:
         situation = read_situation(request)
-        text, calls = lead_turn(situation) if situation.lead else specialist_turn(situation)
+        remembered = memory_turn(situation, frozenset(t.name for t in request.tools))
+        if remembered is not None:
+            text, calls = remembered
+        else:
+            text, calls = lead_turn(situation) if situation.lead else specialist_turn(situation)
         return ModelResponse(text=text, calls=tuple(calls), usage=_usage(request, text, calls), model=MODEL_NAME)
 
 

@@ -31,9 +31,11 @@ STEPS = [
     "build_model",
     "build_specialists_on",
     "build_ledger",
+    "build_knowledge",
     "build_turns",
     "build_event_hub",
     "build_sweep",
+    "start_learning",
     "build_voice",
 ]
 

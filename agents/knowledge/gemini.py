@@ -1,0 +1,184 @@
+"""`GeminiExtractor`: the `Extractor` port answered by Gemini's structured output.
+
+The only knowledge module that imports `google.genai`. One request per batch: the
+person's name, the facts already known (so the model can say which slot a new fact
+replaces) and the messages with their ids and authors; the answer is JSON constrained
+by a schema, then checked again here, because a claim that names a message outside the
+batch, an unknown entity type or an oversized string must never reach the graph.
+SDK errors and malformed answers become `ExtractionFailed`; the learning worker retries
+a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from google import genai
+from google.genai import errors, types
+from google.genai.client import DebugConfig
+
+from agents.knowledge.extraction import NAME_CHARS_MAX, SELF, TEXT_CHARS_MAX, Claim, ExtractionFailed, Mention
+from agents.knowledge.port import ENTITY_TYPES, EntityType, KnowledgeMessage
+
+BASE_URL = "https://generativelanguage.googleapis.com/"
+_CLAIMS_MAX = 40
+_MESSAGE_CHARS_MAX = 2_000
+_RELATION_CHARS_MAX = 60
+
+_INSTRUCTION = """You read a chat between a person and their AI assistants and extract lasting facts about \
+the person: favourites, likes and dislikes, the people in their life and how they relate to the person, where \
+they live and work, allergies, birthdays, and similar durable facts. Only what the person says about \
+themselves counts (assistants' messages are context, never a source). Skip questions, jokes, hypotheticals \
+and passing states ("I'm tired"). For each fact give the id of the message that states it; the subject is \
+"SELF" when it is the person; relation is a short snake_case verb phrase (favourite, likes, dislikes, \
+lives_in, works_at, allergic_to, birthday, wife, friend...); text is one English sentence naming the person \
+by their name. slot: for a relation that holds one value at a time, a stable key ("favourite:food", \
+"lives_in", "relation:wife", "taste:<thing>" for likes/dislikes of one thing), reusing the slot of a known \
+fact the new one replaces ("I've switched to soto" replaces the known favourite); empty when facts \
+accumulate (friends, allergies). Answer only with JSON matching the schema; no facts is an empty list."""
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "message_id": {"type": "string"},
+                    "subject": {"type": "string"},
+                    "subject_type": {"type": "string", "enum": list(ENTITY_TYPES)},
+                    "relation": {"type": "string"},
+                    "object": {"type": "string"},
+                    "object_type": {"type": "string", "enum": list(ENTITY_TYPES)},
+                    "text": {"type": "string"},
+                    "slot": {"type": "string"},
+                },
+                "required": ["message_id", "subject", "relation", "object", "object_type", "text"],
+            },
+        }
+    },
+    "required": ["facts"],
+}
+
+
+class GeminiExtractor:
+    """Reads facts out of messages with Gemini. Use one instance per event loop."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        timeout_s: float = 30.0,
+        retries_max: int = 1,
+        base_url: str | None = None,
+    ) -> None:
+        assert api_key, "GeminiExtractor needs an API key"
+        self._api_key = api_key
+        self._model = model
+        self._timeout_s = timeout_s
+        self._retries_max = retries_max
+        self._http = httpx.AsyncClient(timeout=timeout_s)
+        self._client = genai.Client(
+            vertexai=False,
+            api_key=api_key,
+            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
+            http_options=types.HttpOptions(
+                base_url=base_url or BASE_URL,
+                api_version="v1beta",
+                timeout=max(1, math.ceil(timeout_s * 1000)),
+                retry_options=types.HttpRetryOptions(attempts=1),
+                httpx_async_client=self._http,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def extract(
+        self, *, person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]
+    ) -> list[Claim]:
+        if not any(m.author == "human" for m in messages):
+            return []  # nothing the person said: no call, no cost
+        answer = await self._generate(_prompt(person_name, messages, known))
+        return _claims(answer, person_name=person_name, message_ids={m.id for m in messages})
+
+    async def _generate(self, prompt: str) -> str:
+        config = types.GenerateContentConfig(
+            system_instruction=_INSTRUCTION,
+            response_mime_type="application/json",
+            response_json_schema=_SCHEMA,
+            temperature=0.0,
+        )
+        failure: Exception | None = None
+        for _ in range(self._retries_max + 1):
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    response = await self._client.aio.models.generate_content(
+                        model=self._model, contents=prompt, config=config
+                    )
+                return response.text or ""
+            except errors.APIError as exc:
+                failure = exc
+                if exc.code != 429 and exc.code < 500:
+                    break
+            except (TimeoutError, httpx.RequestError, ValueError) as exc:
+                failure = exc
+        reason = f"HTTP {failure.code}" if isinstance(failure, errors.APIError) else type(failure).__name__
+        raise ExtractionFailed(f"Gemini could not read the messages ({reason})") from failure
+
+
+def _prompt(person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]) -> str:
+    lines = [f"The person's name: {person_name}", "", "Known facts (slot: text):"]
+    lines += [f"- {c.slot or '-'}: {c.text}" for c in known] or ["- none"]
+    lines += ["", "Messages (id, author, text):"]
+    lines += [f"- {m.id} | {m.author} | {m.text[:_MESSAGE_CHARS_MAX]}" for m in messages]
+    return "\n".join(lines)
+
+
+def _entity_type(value: Any, default: EntityType) -> EntityType:
+    for entity_type in ENTITY_TYPES:
+        if value == entity_type:
+            return entity_type
+    return default
+
+
+def _short(value: Any, limit: int) -> str:
+    return " ".join(str(value or "").split())[:limit]
+
+
+def _claims(answer: str, *, person_name: str, message_ids: set[str]) -> list[Claim]:
+    try:
+        facts = json.loads(answer).get("facts", [])
+    except (ValueError, AttributeError) as exc:
+        raise ExtractionFailed("Gemini answered with something other than the facts schema") from exc
+    claims: list[Claim] = []
+    for fact in facts[:_CLAIMS_MAX] if isinstance(facts, list) else ():
+        if not isinstance(fact, dict) or fact.get("message_id") not in message_ids:
+            continue
+        subject_name = _short(fact.get("subject"), NAME_CHARS_MAX)
+        obj = _short(fact.get("object"), NAME_CHARS_MAX)
+        relation = _short(fact.get("relation"), _RELATION_CHARS_MAX).lower().replace(" ", "_")
+        text = _short(fact.get("text"), TEXT_CHARS_MAX)
+        if not (subject_name and obj and relation and text):
+            continue
+        is_self = subject_name.upper() == "SELF" or subject_name.casefold() == person_name.casefold()
+        subject = SELF if is_self else Mention(subject_name, _entity_type(fact.get("subject_type"), "person"))
+        slot = _short(fact.get("slot"), 120) or None
+        claims.append(
+            Claim(
+                str(fact["message_id"]),
+                subject,
+                relation,
+                Mention(obj, _entity_type(fact.get("object_type"), "thing")),
+                text,
+                slot,
+            )
+        )
+    return claims

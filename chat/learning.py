@@ -1,0 +1,226 @@
+"""Learning: every thread message reaches the knowledge graph, off the reply's path.
+
+A background worker hands each person's new messages, in `seq` order and in bounded
+batches, to the `Knowledge` port, then moves the person's durable cursor past them. It
+wakes on the thread's own NOTIFY (every message writes an event, and the notification
+names the person, so only that person is read) and also polls everyone with a backlog,
+at start and every `poll_s`, so a missed notification costs only latency, and a backlog left by a crash or a restart is
+simply the distance between the thread's `last_seq` and the cursor. A turn never waits
+for it: the person's message is written before any run starts, so it is learned whether
+the run that followed succeeded or failed.
+
+Each person's batch runs under a per-person advisory lock (skipped, not waited for,
+when another process holds it); forgetting a person takes the same lock, so no batch
+read before the erasure can write facts back after it. A batch that keeps failing is
+retried a bounded number of times and then skipped, so one unreadable message cannot
+stop a person's learning for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import asyncpg
+
+from agents import Knowledge, KnowledgeMessage
+from chat.errors import ThreadBusy
+from chat.events import CHANNEL, Conn
+
+log = logging.getLogger(__name__)
+
+_PENDING_SQL = """
+SELECT t.person_id FROM threads t LEFT JOIN knowledge_cursors c USING (person_id)
+WHERE t.last_seq > coalesce(c.last_seq, 0) ORDER BY t.person_id LIMIT $1
+"""
+_CURSOR_SQL = """
+SELECT p.name, coalesce(c.last_seq, 0) AS last_seq, coalesce(c.failures, 0) AS failures, t.last_seq AS thread_seq
+FROM people p JOIN threads t ON t.person_id = p.id LEFT JOIN knowledge_cursors c ON c.person_id = p.id
+WHERE p.id = $1
+"""
+_MESSAGES_SQL = """
+SELECT id, seq, author, text, created_at FROM messages WHERE person_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+"""
+_ADVANCE_SQL = """
+INSERT INTO knowledge_cursors (person_id, last_seq, failures) VALUES ($1, $2, $3)
+ON CONFLICT (person_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, failures = EXCLUDED.failures, updated_at = now()
+"""
+_TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('knowledge:' || $1, 0))"
+_LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('knowledge:' || $1, 0))"
+_UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('knowledge:' || $1, 0))"
+
+_PEOPLE_PER_ROUND = 100
+_ROUNDS_MAX = 1_000
+_DUE_MAX = 10_000
+
+
+class Learning:
+    """The ingestion worker: `start()` once, `stop()` at shutdown; `drain()` runs one pass."""
+
+    def __init__(
+        self,
+        *,
+        pool: asyncpg.Pool,
+        dsn: str,
+        knowledge: Knowledge,
+        batch_max: int = 50,
+        poll_s: float = 30.0,
+        retry_s: float = 5.0,
+        ingest_timeout_s: float = 60.0,
+        failures_max: int = 3,
+    ) -> None:
+        assert batch_max >= 1, batch_max
+        assert failures_max >= 1, failures_max
+        self._pool = pool
+        self._dsn = dsn
+        self._knowledge = knowledge
+        self._batch_max = batch_max
+        self._poll_s = poll_s
+        self._retry_s = retry_s
+        self._ingest_timeout_s = ingest_timeout_s
+        self._failures_max = failures_max
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failing = False
+        # People named by notifications since the worker last looked (bounded: past the
+        # bound, the next full pass finds them anyway).
+        self._due: set[str] = set()
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="learning-listen"),
+            asyncio.create_task(self._work(), name="learning-work"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def drain(self) -> int:
+        """Ingest every person's backlog now; the number of messages handed on."""
+        total = 0
+        self._failing = False
+        for _ in range(_ROUNDS_MAX):
+            pending = await self._pool.fetch(_PENDING_SQL, _PEOPLE_PER_ROUND)
+            progressed = 0
+            for row in pending:
+                progressed += await self._drain_person(row["person_id"])
+            total += progressed
+            if not progressed:
+                break  # nothing left, or everyone left is busy elsewhere or failing
+        return total
+
+    @contextlib.asynccontextmanager
+    async def holding(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
+        """Keep the worker away from one person (while their knowledge is forgotten)."""
+        conn = await self._pool.acquire()
+        try:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await conn.execute(_LOCK_SQL, person_id)
+            except TimeoutError as exc:
+                raise ThreadBusy("Your memory is being updated; try again shortly.") from exc
+            try:
+                yield
+            finally:
+                await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
+        finally:
+            await self._pool.release(conn)
+
+    async def _drain_person(self, person_id: str) -> int:
+        async with self._pool.acquire() as conn:
+            if not await conn.fetchval(_TRY_LOCK_SQL, person_id):
+                return 0
+            try:
+                return await self._ingest_batch(conn, person_id)
+            finally:
+                await conn.execute(_UNLOCK_SQL, person_id)
+
+    async def _ingest_batch(self, conn: Conn, person_id: str) -> int:
+        state = await conn.fetchrow(_CURSOR_SQL, person_id)
+        if state is None or state["last_seq"] >= state["thread_seq"]:
+            return 0  # no such person, or nothing new
+        rows = await conn.fetch(_MESSAGES_SQL, person_id, state["last_seq"], self._batch_max)
+        if not rows:
+            # Nothing to read below the thread's counter (its messages are gone).
+            await conn.execute(_ADVANCE_SQL, person_id, state["thread_seq"], 0)
+            return 0
+        messages = [KnowledgeMessage(r["id"], r["seq"], r["author"], r["text"], r["created_at"]) for r in rows]
+        try:
+            async with asyncio.timeout(self._ingest_timeout_s):
+                await self._knowledge.ingest(person_id=person_id, person_name=state["name"], messages=messages)
+        except Exception as exc:
+            failures = state["failures"] + 1
+            self._failing = True
+            if failures < self._failures_max:
+                log.warning("learning %s failed (%s); will retry", person_id, type(exc).__name__)
+                await conn.execute(_ADVANCE_SQL, person_id, state["last_seq"], failures)
+                return 0
+            log.error("learning %s skipped %d messages after %d failures", person_id, len(rows), failures)
+        await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
+        return len(messages)
+
+    async def _work(self) -> None:
+        """Drain the people a notification named; everyone with a backlog at start and every poll."""
+        loop = asyncio.get_running_loop()
+        full_at = loop.time()
+        while True:
+            self._wake.clear()
+            due, self._due = self._due, set()
+            try:
+                if loop.time() >= full_at:
+                    await self.drain()
+                    full_at = loop.time() + (self._retry_s if self._failing else self._poll_s)
+                else:
+                    for person_id in sorted(due):
+                        await self._drain_one(person_id)
+                    if self._failing:
+                        full_at = min(full_at, loop.time() + self._retry_s)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("learning paused: %s", type(exc).__name__)
+                full_at = loop.time() + self._retry_s
+            except Exception:
+                # A bug must not stop learning for everyone for the rest of the process.
+                log.exception("learning failed")
+                full_at = loop.time() + self._retry_s
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, full_at - loop.time())):
+                    await self._wake.wait()
+
+    async def _drain_one(self, person_id: str) -> None:
+        self._failing = False
+        for _ in range(_ROUNDS_MAX):
+            if not await self._drain_person(person_id):
+                return
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        if len(self._due) < _DUE_MAX:
+            self._due.add(str(payload))
+        self._wake.set()
+
+    async def _listen(self) -> None:
+        """Wake the worker on every thread event (one LISTEN connection per process)."""
+        while True:
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await asyncpg.connect(self._dsn)
+                lost = asyncio.Event()
+                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
+                await conn.add_listener(CHANNEL, self._on_notify)
+                self._wake.set()  # something may have been written while we were not listening
+                await lost.wait()
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("learning listener lost its connection: %s", type(exc).__name__)
+            finally:
+                if conn is not None and not conn.is_closed():
+                    await conn.close()
+            await asyncio.sleep(self._retry_s)
