@@ -295,3 +295,13 @@ async def test_work_for_later_is_a_note_and_handed_on_when_ava_wakes(app: App) -
 
     [notification] = await eventually(pushed)  # pushed once the note is marked delivered
     assert notification.body == messages[-1]["text"], "the push says what was done"
+
+
+async def test_forget_me_cancels_pending_wake_notes(app: App) -> None:
+    headers = await app.sign_in()
+    await app.say(headers, "remind me in 10 minutes to stretch")
+    await app.say(headers, "remind me in 20 minutes to drink water")
+    response = await app.client.delete("/v1/knowledge", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json()["erased"]["wake_notes"] == 2
+    assert await upcoming(app, headers) == []
