@@ -24,6 +24,7 @@ migrate: install
 
 bench: install
 	.venv/bin/python -m bench.turn_overhead
+	.venv/bin/python -m bench.reminder_lateness
 	.venv/bin/python -m bench.knowledge_search
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.

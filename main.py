@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import asyncpg
 import httpx
@@ -38,6 +39,7 @@ from pydantic import SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import (
+    Channel,
     Integration,
     Knowledge,
     LinkError,
@@ -55,12 +57,14 @@ from agents import (
     VendorCredentials,
     build_specialists,
     handoff_tools,
+    parse_spoken,
     rafal_tools,
     recall_tools,
     session_facts,
     yori_tools,
     zee_tools,
 )
+from agents.ava.wakes import wake_tools
 from chat import (
     BodyLimit,
     ChatApi,
@@ -77,8 +81,10 @@ from chat import (
     Threads,
     Turns,
     Wallet,
+    build_callback_router,
     build_integrations_router,
     build_knowledge_router,
+    build_reminders_router,
     build_router,
     build_wallet_router,
     drain_detached,
@@ -91,16 +97,35 @@ from chat import (
     on_validation_error,
     problem,
     problem_responses,
+    publish_reminder_delivered,
+    run_detached,
 )
 from database import EmbeddedPostgres, apply_migrations, create_pool
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
+from reminders import (
+    CallbackGate,
+    CallbackSigner,
+    Delivery,
+    DeliveryLimits,
+    EmbeddedQueue,
+    IdTokenVerifier,
+    LocalPush,
+    Note,
+    Notes,
+    Push,
+    Queue,
+    ReminderError,
+    Reminders,
+    Wake,
+    Woken,
+)
 from scenarios import RecordingModel, ScenarioClock
 from settings import Settings
 
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it, so a
     # command that needs the database alone never loads it.
-    from voice import Engines, VoiceDoors
+    from voice import Call, Engines, VoiceDoors
 
 log = logging.getLogger("avagenc")
 
@@ -302,7 +327,9 @@ async def start_learning(parts: KnowledgeParts, stack: contextlib.AsyncExitStack
     await parts.learning.start()
 
 
-def build_toolbox(*, specialists: Specialists, knowledge: Knowledge | None = None) -> Toolbox:
+def build_toolbox(
+    *, specialists: Specialists, knowledge: Knowledge | None = None, reminders: Reminders | None = None
+) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
     home, music, workspace = specialists.home, specialists.music, specialists.workspace
@@ -336,10 +363,148 @@ def build_toolbox(*, specialists: Specialists, knowledge: Knowledge | None = Non
         toolbox.register(
             "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
         )
+    if reminders is not None:
+        # Only Ava keeps wake notes: specialists act in the present (SPEC §5, role layer).
+        toolbox.register("ava", lambda context: wake_tools(reminders, context))
     toolbox.register("zee", zee)
     toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
     toolbox.register("rafal", rafal)
     return toolbox
+
+
+# --- reminders (wake notes) ---------------------------------------------------------------
+
+
+@dataclass
+class ReminderParts:
+    """The reminders domain as this process runs it: built before the turns (Ava's tools
+    need `reminders`), started after them (delivery runs turns), closed before the pool."""
+
+    notes: Notes
+    reminders: Reminders
+    queue: Queue
+    push: Push
+    gate: CallbackGate
+    limits: DeliveryLimits
+    adapters: dict[str, str]
+    delivery: Delivery | None = None
+    task: asyncio.Task[None] | None = None
+
+    async def close(self, *, timeout_s: float = 30.0) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
+        if isinstance(self.queue, EmbeddedQueue):
+            await self.queue.drain(timeout_s=timeout_s)
+
+
+def _callback_secret(settings: Settings) -> bytes:
+    if settings.reminders_callback_secret is not None:
+        return settings.reminders_callback_secret.get_secret_value().encode()
+    return hmac.new(session_secret(settings), b"reminders-callback", hashlib.sha256).hexdigest().encode()
+
+
+def build_reminders(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> ReminderParts:
+    """Choose the queue, push and callback verifier for wake notes (embedded by default)."""
+    notes = Notes(pool)
+    queue: Queue
+    id_tokens: IdTokenVerifier | None = None
+    audience = (settings.public_base_url or "").rstrip("/")
+    if settings.cloud_tasks_queue:
+        assert settings.public_base_url, "CLOUD_TASKS_QUEUE needs PUBLIC_BASE_URL"
+        assert settings.cloud_tasks_service_account, "CLOUD_TASKS_QUEUE needs CLOUD_TASKS_SERVICE_ACCOUNT"
+        from google.cloud import tasks_v2
+
+        from reminders.cloudtasks import CloudTasksQueue
+        from reminders.oidc import GoogleIdTokens
+
+        queue = CloudTasksQueue(
+            notes=notes,
+            api=tasks_v2.CloudTasksAsyncClient(),
+            queue_path=settings.cloud_tasks_queue,
+            target_base_url=settings.public_base_url,
+            service_account=settings.cloud_tasks_service_account,
+            audience=audience,
+        )
+        id_tokens = GoogleIdTokens()
+    else:
+        queue = EmbeddedQueue(notes=notes, dsn=dsn, concurrent_max=settings.reminders_concurrent_max)
+    push: Push
+    if settings.fcm_credentials is not None:
+        from reminders.fcm import FcmPush
+
+        push = FcmPush(credentials_path=str(settings.fcm_credentials))
+    else:
+        push = LocalPush()
+    gate = CallbackGate(
+        signer=CallbackSigner(_callback_secret(settings)),
+        id_tokens=id_tokens,
+        audience=audience,
+        service_account=settings.cloud_tasks_service_account,
+    )
+    return ReminderParts(
+        notes=notes,
+        reminders=Reminders(notes=notes, queue=queue),
+        queue=queue,
+        push=push,
+        gate=gate,
+        limits=DeliveryLimits(lease_s=settings.reminders_lease_s, attempts_max=settings.reminders_attempts_max),
+        adapters={"reminder_queue": type(queue).__name__, "push": type(push).__name__},
+    )
+
+
+def wake_on_turns(turns: Turns, people: People, *, live_call: Callable[[str], Call | None] | None = None) -> Wake:
+    """Delivery's way to run Ava on a note: a turn of her own in the person's thread. If the
+    person is on a call in this process, she runs on the call's channel (voice layer) and says
+    it there at once; otherwise it is a text turn, announced and pushed by delivery."""
+
+    async def wake(*, note: Note) -> Woken:
+        person = await people.get(note.person_id)
+        if person is None:
+            return Woken(run_id=None, reply="", outcome="silent")  # the person is gone
+        try:
+            zone = ZoneInfo(person.time_zone)
+        except (ValueError, KeyError):
+            zone = ZoneInfo(note.time_zone)
+        call = live_call(person.id) if live_call is not None else None
+        channel: Channel = "text"
+        if call is not None:
+            channel = "phone" if call.channel == "phone" else "voice"
+        # Detached: shutdown waits for a wake in progress instead of cutting its run short.
+        woken = await run_detached(turns.wake(person, note_id=note.id, text=note.text, zone=zone, channel=channel))
+        if call is not None and call.speak is not None and woken.outcome == "ran":
+            try:
+                await call.speak(parse_spoken(woken.raw or woken.reply))
+            except Exception:  # the call ended meanwhile: the thread has the reply anyway
+                log.warning("could not say note %s on the call", note.id)
+        return woken
+
+    return wake
+
+
+def start_reminders(
+    parts: ReminderParts,
+    *,
+    turns: Turns,
+    people: People,
+    pool: asyncpg.Pool,
+    live_call: Callable[[str], Call | None] | None = None,
+) -> None:
+    """Wire delivery to the turns and start the queue's background work in this process."""
+
+    async def announce(note: Note) -> None:
+        await publish_reminder_delivered(pool, note.person_id, note.as_json())
+
+    parts.delivery = Delivery(
+        notes=parts.notes,
+        wake=wake_on_turns(turns, people, live_call=live_call),
+        push=parts.push,
+        announce=announce,
+        limits=parts.limits,
+    )
+    parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")
 
 
 @dataclass
@@ -361,6 +526,7 @@ class Services:
     voice: VoiceDoors
     toolbox: Toolbox
     knowledge: KnowledgeParts
+    reminders: ReminderParts | None = None
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
     specialists: Specialists | None = None
@@ -548,7 +714,8 @@ async def bootstrap(
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
     memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
-    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge)
+    reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
+    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
     ledger, wallet = build_ledger(settings, pool, runs)
     turns = build_turns(
         settings,
@@ -570,6 +737,9 @@ async def bootstrap(
     voice, speech = build_voice(
         settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
     )
+    # Started last, stopped first: deliveries in flight finish before calls end and pools close.
+    start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live_for)
+    stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
@@ -580,6 +750,7 @@ async def bootstrap(
         "identity": "LocalTokens",
         "speech": speech,
         "knowledge": memory.adapter,
+        **reminder_parts.adapters,
     }
     return Services(
         settings=settings,
@@ -597,6 +768,7 @@ async def bootstrap(
         voice=voice,
         toolbox=toolbox,
         knowledge=memory,
+        reminders=reminder_parts,
         embedded=embedded,
         adapters=adapters,
         specialists=specialists,
@@ -663,7 +835,7 @@ def build_knowledge_routes(services: Services, api: ChatApi) -> APIRouter:
         threads=services.threads,
         learning=services.knowledge.learning,
         knowledge=services.knowledge.knowledge,
-        cancel_wakes=no_wakes,  # reminders' cancel_pending plugs in here when it lands
+        cancel_wakes=services.reminders.reminders.cancel_pending if services.reminders is not None else no_wakes,
         settle=services.wallet.settle_uncharged,
         wait_s=services.settings.thread_wait_s,
         timeout_s=services.settings.knowledge_timeout_s,
@@ -701,6 +873,10 @@ def build_app(services: Services) -> FastAPI:
     admin_key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else None
     app.include_router(build_wallet_router(api, services.wallet, admin_api_key=admin_key))
     app.include_router(build_knowledge_routes(services, api))
+    parts = services.reminders
+    if parts is not None and parts.delivery is not None:
+        app.include_router(build_reminders_router(api, parts.reminders))
+        app.include_router(build_callback_router(parts.reminders, parts.delivery, parts.gate))
     app.include_router(build_voice_router(services.voice))
     app.include_router(build_webrtc_router(services.voice))
     if services.specialists is not None:
@@ -709,6 +885,7 @@ def build_app(services: Services) -> FastAPI:
     app.add_exception_handler(LedgerError, on_ledger_error)
     app.add_exception_handler(VoiceError, on_domain_error)
     app.add_exception_handler(LinkError, on_domain_error)
+    app.add_exception_handler(ReminderError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -92,6 +92,22 @@ class Settings(BaseSettings):
     google_tts_voice: str = "en-US-Neural2-F"
     google_stt_languages: list[str] = Field(default_factory=lambda: ["en-US", "id-ID"])
 
+    # Reminders (wake notes). Deliveries one process runs at once; a claim older than the
+    # lease is taken to be a crashed worker's; a note is tried at most this many times.
+    reminders_concurrent_max: int = Field(default=8, ge=1, le=200)
+    reminders_lease_s: float = Field(default=300.0, ge=1, le=3600)
+    reminders_attempts_max: int = Field(default=5, ge=1, le=50)
+    # HMAC key for signed delivery callbacks. Unset: derived from the session secret.
+    reminders_callback_secret: SecretStr | None = None
+    # Cloud Tasks switches the reminder queue from the embedded dispatcher: the queue's full
+    # path (projects/P/locations/L/queues/Q), this service's public base URL (tasks call
+    # it back), and the service account whose OIDC token the callback accepts.
+    cloud_tasks_queue: str | None = None
+    public_base_url: str | None = None
+    cloud_tasks_service_account: str | None = None
+    # Firebase Cloud Messaging for push notifications: a service-account JSON file.
+    fcm_credentials: Path | None = None
+
     # Knowledge (SPEC §7). With a Zep key the graph lives in Zep Cloud; without, in our
     # own PostgreSQL (facts read by Gemini when GEMINI_API_KEY is set, by rules otherwise).
     zep_api_key: SecretStr | None = None

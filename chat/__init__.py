@@ -18,7 +18,7 @@ from chat.edge import (
     problem_responses,
 )
 from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
-from chat.events import EventHub, EventLog
+from chat.events import EventHub, EventLog, publish_reminder_delivered
 from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
 from chat.integrations_api import build_integrations_router
@@ -26,6 +26,7 @@ from chat.knowledge_api import build_knowledge_router
 from chat.learning import Learning
 from chat.people import People, Person
 from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
+from chat.reminders_api import build_callback_router, build_reminders_router
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.schemas import KeepableStr
@@ -65,8 +66,10 @@ __all__ = [
     "Turns",
     "Unauthorized",
     "Wallet",
+    "build_callback_router",
     "build_integrations_router",
     "build_knowledge_router",
+    "build_reminders_router",
     "build_router",
     "build_wallet_router",
     "cancel_detached",
@@ -82,6 +85,7 @@ __all__ = [
     "parse_zone",
     "problem",
     "problem_responses",
+    "publish_reminder_delivered",
     "route",
     "run_detached",
 ]

@@ -2,7 +2,7 @@
 lists, and the request body limit.
 
 Every error a client can see is `application/problem+json` with a stable `type`. Domain
-errors (chat, ledger, voice) carry only their type; the status each type answers with is
+errors (chat, ledger, voice, reminders) carry only their type; the status each type answers with is
 chosen here, in one table (`HTTP_STATUS`). Validation errors list what was wrong without
 echoing input back; anything unexpected is a bare `internal_error` with no internal text.
 """
@@ -91,6 +91,16 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "bad_json": (400, "The body is not valid JSON"),
     "unsupported_format": (415, "The media format is not supported"),
     "frame_too_large": (413, "The frame is too large"),
+    # reminders
+    "time_invalid": (422, "The time is not valid"),
+    "time_in_past": (422, "That time has passed"),
+    "time_too_far": (422, "That time is too far ahead"),
+    "too_many_pending": (409, "Too many pending notes"),
+    "note_invalid": (422, "The note is not valid"),
+    "reminder_not_found": (404, "No such reminder"),
+    "reminder_not_pending": (409, "The reminder is no longer pending"),
+    "reminder_queue_unavailable": (503, "The reminder queue is unavailable"),
+    "callback_unauthorized": (401, "Not a scheduler"),
     # integrations (agents' linking)
     "integration_unknown": (404, "No such integration"),
     "link_state_invalid": (400, "The link request expired or is not yours; start linking again"),

@@ -29,6 +29,8 @@ Conn: TypeAlias = "asyncpg.Connection | PoolConnectionProxy[Any]"
 log = logging.getLogger(__name__)
 
 CHANNEL = "avagenc_events"
+# A wake note was delivered: Ava spoke first (or could not, and says why).
+REMINDER_DELIVERED = "reminder.delivered"
 _INSERT_SQL = "INSERT INTO events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
 _SINCE_SQL = """
 SELECT id, type, data, created_at FROM events WHERE person_id = $1 AND id > $2 ORDER BY id LIMIT $3
@@ -48,6 +50,11 @@ class Event:
 async def publish(conn: Conn | asyncpg.Pool, person_id: str, type_: str, data: dict[str, Any]) -> None:
     """Record an event; call inside the transaction that made the change it reports."""
     await conn.execute(_INSERT_SQL, person_id, type_, data)
+
+
+async def publish_reminder_delivered(pool: asyncpg.Pool, person_id: str, data: dict[str, Any]) -> None:
+    """Tell the person's open clients a note fired; `data` is the note as the API shows it."""
+    await publish(pool, person_id, REMINDER_DELIVERED, data)
 
 
 class EventLog:

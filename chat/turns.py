@@ -20,6 +20,8 @@ from zoneinfo import ZoneInfo
 
 from agents import (
     AGENTS,
+    AVA,
+    POSTERA,
     AgentSpec,
     Channel,
     Model,
@@ -50,6 +52,7 @@ from chat.routing import route
 from chat.runs import Run
 from chat.threads import Message
 from chat.wallet import Wallet
+from reminders import Woken
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +202,37 @@ class Turns:
         if channel == "text":
             return result
         return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
+
+    async def wake(
+        self, person: Person, *, note_id: str, text: str, zone: ZoneInfo, channel: Channel = "text"
+    ) -> Woken:
+        """Ava wakes on her own note: under the person's thread lock, write the note (author
+        `postera`) and run her with `trigger=postera`.
+
+        Idempotent per note, so a retried delivery never wakes her twice: the note's message
+        carries a client id derived from the note id (one a person's client cannot send:
+        theirs may not contain "/"), and a run already started on that message is never
+        started again. On an empty wallet the note is still written, and no run starts."""
+        client_id = f"wake/{note_id}"
+        raw = ""
+        async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
+            message = await self._threads.by_client_id(person.id, client_id)
+            if message is None:
+                message = await self._threads.append(
+                    person.id, author=POSTERA, text=text[:TEXT_CHARS_MAX], channel=channel, client_id=client_id
+                )
+            if not await self._runs.of_origin(person.id, message.id):
+                if not await self._wallet.has_balance(person.id):
+                    return Woken(run_id=None, reply="", outcome="wallet_empty")
+                turn = _Turn(person=person, channel=channel, zone=zone, origin=message)
+                _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
+        result = await self._result(person, message)
+        lead = next((r for r in result.runs if r.parent_run_id is None), None)
+        # What the person reads first: the last thing the wake wrote (Ava's reply, or a
+        # specialist's when she stayed silent after it), never her bare handoff tag.
+        said = [m.text for m in result.messages if m.id != message.id and not (m.author == "ava" and m.text[:1] == "@")]
+        reply = said[-1] if said else ""
+        return Woken(run_id=lead.id if lead else None, reply=reply, outcome="ran" if said else "silent", raw=raw)
 
     async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
         message = await self._threads.by_client_id(person.id, client_id)

@@ -6,7 +6,7 @@ main.py imports the names listed here; engines are imported by main.py from
 """
 
 from voice.call_slots import CallSlots
-from voice.calls import CallLimits, CallRegistry
+from voice.calls import Call, CallLimits, CallRegistry
 from voice.doors import build_voice_router
 from voice.errors import VoiceError
 from voice.pipeline import Engines, TurnTiming
@@ -14,6 +14,7 @@ from voice.shared import VoiceDoors
 from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
 __all__ = [
+    "Call",
     "CallLimits",
     "CallRegistry",
     "CallSlots",

@@ -65,6 +65,8 @@ class Call:
     # with a goodbye (`ender`) or at once (`cutter`).
     ender: CallEnder | None = None
     cutter: Callable[[], Awaitable[None]] | None = None
+    # Says something on the call unprompted (a wake note firing mid-call); set by the session.
+    speak: Callable[[SpokenReply], Awaitable[None]] | None = None
 
 
 class CallSlot(Protocol):
@@ -89,6 +91,11 @@ class CallRegistry:
 
     def live(self) -> list[Call]:
         return list(self._calls.values())
+
+    def live_for(self, person_id: str) -> Call | None:
+        """The person's call in this process, if one is live and can be spoken on."""
+        call = self._calls.get(person_id)
+        return call if call is not None and call.end_reason is None and call.speak is not None else None
 
     async def emptied(self, *, timeout_s: float) -> bool:
         """Wait until no call is live, for at most `timeout_s`; whether none is."""

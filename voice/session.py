@@ -35,6 +35,7 @@ class CallSession:
         self.call = call
         self.agent = AvaVoiceAgent(voice_turn(doors.turns, call, zone=zone), on_end_call=self._agent_ended)
         self.clock = CallClock(call, doors.limits, speak=self.agent.speak, clock=doors.clock)
+        call.speak = self.agent.speak
         self._worker: PipelineWorker | None = None
         call.ender = self.end_with_goodbye
         call.cutter = call.cutter or self._cut  # a door may know a better way to cut

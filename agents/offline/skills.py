@@ -13,10 +13,13 @@ from agents.offline.mail import mail_turn
 from agents.offline.music import music_turn
 from agents.offline.situation import Reply, Situation, Skill
 from agents.offline.specialists import elsewhere, not_yet, own_part, silent_if_answered, social
+from agents.offline.wakes import wake_turn
 
-# Ava: timed work; hand on to the next specialist asked for; once all answered, relay or
-# stay silent; anything else is small talk.
+# Ava: wake notes (schedule, list, cancel; speak when one wakes her); timed work; hand on
+# to the next specialist asked for; once all answered, relay or stay silent; anything else
+# is small talk.
 LEAD: tuple[Skill, ...] = (
+    wake_turn,
     answer_back,
     later,
     hand_on,

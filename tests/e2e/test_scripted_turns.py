@@ -66,7 +66,15 @@ async def test_handoff_writes_the_tag_and_the_specialist_sees_the_request(app: A
     ava_first, zee_first, zee_second, ava_second = scripted.requests
     assert "[ROLE: LEAD]" in ava_first.system
     assert "[TRIGGER: HUMAN]" in ava_first.system
-    assert {t.name for t in ava_first.tools} == {"zee", "yori", "rafal", "recall"}
+    assert {t.name for t in ava_first.tools} == {
+        "zee",
+        "yori",
+        "rafal",
+        "recall",
+        "schedule_wake",
+        "list_wakes",
+        "cancel_wake",
+    }
     assert "[ROLE: SPECIALIST]" in zee_first.system
     assert "[TRIGGER: AVA]" in zee_first.system
     assert {t.name for t in zee_first.tools} == {
