@@ -406,7 +406,9 @@ def _callback_secret(settings: Settings) -> bytes:
     return hmac.new(session_secret(settings), b"reminders-callback", hashlib.sha256).hexdigest().encode()
 
 
-def build_reminders(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> ReminderParts:
+def build_reminders(
+    settings: Settings, *, pool: asyncpg.Pool, dsn: str, clock: Callable[[], datetime] | None = None
+) -> ReminderParts:
     """Choose the queue, push and callback verifier for wake notes (embedded by default)."""
     notes = Notes(pool)
     queue: Queue
@@ -446,7 +448,7 @@ def build_reminders(settings: Settings, *, pool: asyncpg.Pool, dsn: str) -> Remi
     )
     return ReminderParts(
         notes=notes,
-        reminders=Reminders(notes=notes, queue=queue),
+        reminders=Reminders(notes=notes, queue=queue, clock=clock),
         queue=queue,
         push=push,
         gate=gate,
@@ -703,6 +705,7 @@ async def bootstrap(
     vendor_transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
+    deliver_wakes: bool = True,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     dsn, embedded = await build_database(settings, stack)
@@ -714,7 +717,7 @@ async def bootstrap(
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
     memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
-    reminder_parts = build_reminders(settings, pool=pool, dsn=dsn)
+    reminder_parts = build_reminders(settings, pool=pool, dsn=dsn, clock=clock)
     toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
     ledger, wallet = build_ledger(settings, pool, runs)
     turns = build_turns(
@@ -738,7 +741,10 @@ async def bootstrap(
         settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
     )
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
-    start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live_for)
+    # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
+    # so a note due in the scenario's future may already be due by the wall.
+    if deliver_wakes:
+        start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=voice.registry.live_for)
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
@@ -915,11 +921,18 @@ async def running(
     vendor_transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
+    deliver_wakes: bool = True,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
         services = await bootstrap(
-            settings, stack, model=model, vendor_transport=vendor_transport, clock=clock, knowledge=knowledge
+            settings,
+            stack,
+            model=model,
+            vendor_transport=vendor_transport,
+            clock=clock,
+            knowledge=knowledge,
+            deliver_wakes=deliver_wakes,
         )
         yield services, build_app(services)
 
@@ -937,6 +950,7 @@ class EvalProduct:
     model: RecordingModel
     clock: ScenarioClock
     team: dict[str, tuple[ToolSpec, ...]]  # what every agent can do in this deployment
+    reminders: Reminders | None  # the wake notes the turns scheduled (the `wake` rule reads them)
 
 
 @contextlib.asynccontextmanager
@@ -947,7 +961,7 @@ async def eval_product(settings: Settings, *, model: Model | None = None) -> Asy
     async with contextlib.AsyncExitStack() as stack:
         recording = RecordingModel(build_model(settings, stack, model))
         quiet = settings.model_copy(update={"voice_preload": False})  # no call is placed
-        async with running(quiet, model=recording, clock=clock.now) as (services, _):
+        async with running(quiet, model=recording, clock=clock.now, deliver_wakes=False) as (services, _):
             yield EvalProduct(
                 services.turns,
                 services.people,
@@ -958,4 +972,5 @@ async def eval_product(settings: Settings, *, model: Model | None = None) -> Asy
                 recording,
                 clock,
                 services.toolbox.team(),
+                services.reminders.reminders if services.reminders is not None else None,
             )

@@ -5,6 +5,7 @@ the queue refuses is taken back)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from reminders.errors import NoteNotCancellable, NoteNotFound, QueueUnavailable
@@ -22,9 +23,16 @@ def _plausible(note_id: str) -> bool:
 
 
 class Reminders:
-    def __init__(self, *, notes: Notes, queue: Queue) -> None:
+    def __init__(self, *, notes: Notes, queue: Queue, clock: Callable[[], datetime] | None = None) -> None:
         self._notes = notes
         self._queue = queue
+        # "Now" for "no past times" and for the local time the tools show; a scenario run
+        # (avagenc eval) passes its own clock so "in 5 minutes" means the scenario's minutes.
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    def now(self) -> datetime:
+        """The aware moment this service takes as now."""
+        return self._clock()
 
     async def schedule(
         self, *, person_id: str, text: str, at_local: str, time_zone: str, created_by_run_id: str | None = None
@@ -41,7 +49,7 @@ class Reminders:
     ) -> Note:
         clean = check_text(text)
         zone = zone_named(time_zone)
-        due = check_due(due_at, now=datetime.now(UTC))
+        due = check_due(due_at, now=self.now())
         note = await self._notes.add(
             person_id=person_id, text=clean, due_at=due, time_zone=zone.key, created_by_run_id=created_by_run_id
         )

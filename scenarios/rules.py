@@ -5,8 +5,9 @@ expectation fails before anything runs) and judges one turn's observation afterw
 returning a sentence that says what went wrong, or None. The report counts passes per
 rule, so an instruction change shows which behaviour it moved.
 
-Extension point: a domain that adds behaviour adds its rule with `register` (a wake
-note's time, say, once reminders exist: its check reads `Observation.product`).
+Extension point: a domain that adds behaviour adds its rule with `register`; a rule that
+must look past the turn's messages reads `Observation.product` (the wake rule reads the
+person's pending notes there).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agents import AGENTS, EMOTIONS, hollow
 
@@ -31,6 +34,7 @@ class Observation:
     home_after: dict[str, dict[str, Any]]
     spoken: str  # the raw final reply of the run the person spoke to (tags included)
     product: Any = None  # the services the turn ran on, for rules that must look further
+    time_zone: str = "UTC"  # the scenario's IANA zone: local times are judged in it
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -370,3 +374,39 @@ async def _check_promises(o: Observation, expected: bool) -> str | None:
     if expected and empty:
         return f"{said!r} promises {empty}, which no registered tool provides"
     return None
+
+
+_AT_LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")
+
+
+def _wake(value: Any) -> str | None:
+    usage = 'must be "none" or {at_local: "YYYY-MM-DDTHH:MM", note_contains: text}'
+    if value == "none":
+        return None
+    if not isinstance(value, dict) or set(value) - {"at_local", "note_contains"} or "at_local" not in value:
+        return usage
+    if not isinstance(value["at_local"], str) or not _AT_LOCAL.match(value["at_local"]):
+        return usage
+    try:
+        datetime.fromisoformat(value["at_local"])
+    except ValueError:
+        return f"{value['at_local']!r} is not a real date and time"
+    note = value.get("note_contains", "x")
+    return None if isinstance(note, str) and note.strip() else usage
+
+
+@register("wake", 'the person\'s pending wake notes after the turn: one due at this local time, or "none"', _wake)
+async def _check_wake(o: Observation, expected: Any) -> str | None:
+    reminders = getattr(o.product, "reminders", None)
+    if reminders is None:
+        return "this deployment keeps no wake notes"
+    zone = ZoneInfo(o.time_zone)
+    pending = await reminders.upcoming(o.person_id)
+    seen = [(n.due_at.astimezone(zone).strftime("%Y-%m-%dT%H:%M"), str(n.text)) for n in pending]
+    if expected == "none":
+        return f"nothing should be scheduled, but pending are {seen}" if seen else None
+    wanted = expected.get("note_contains", "").lower()
+    if any(at == expected["at_local"] and wanted in text.lower() for at, text in seen):
+        return None
+    about = f" with {expected['note_contains']!r}" if wanted else ""
+    return f"no pending note due at {expected['at_local']} ({o.time_zone}){about}; pending are {seen}"

@@ -178,6 +178,7 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
             observation = Observation(
                 door=scenario.door,
                 person_id=person.id,
+                time_zone=str(scenario.time_zone),
                 messages=[m.as_json() for m in outcome.messages],
                 runs=[r.as_json() for r in outcome.runs],
                 home_before=before,

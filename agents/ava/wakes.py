@@ -9,7 +9,6 @@ handed on when she wakes.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from agents.errors import ToolError
@@ -51,7 +50,7 @@ def wake_tools(reminders: Reminders, context: RunContext) -> list[Tool]:
     async def list_wakes(_: dict[str, Any]) -> dict[str, Any]:
         upcoming = await reminders.upcoming(person_id)
         return {
-            "now_local": local_text(datetime.now(UTC), zone),
+            "now_local": local_text(reminders.now(), zone),
             "time_zone": zone.key,
             "wakes": [_view(n) for n in upcoming],
         }

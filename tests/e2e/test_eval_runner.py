@@ -52,6 +52,36 @@ scenarios:
 """
 
 
+# The clock is long before the wall's: were "in 5 minutes" or "no past times" read from the
+# wall, nothing would be scheduled at 09:05.
+WAKES = """\
+suite: wake-rule
+defaults:
+  clock: "2026-01-05T09:00:00+07:00"
+scenarios:
+  - name: wrong-minute
+    turns:
+      - say: remind me in 5 minutes to stretch
+        expect:
+          wake: {at_local: "2026-01-05T09:06", note_contains: stretch}
+  - name: scheduled-where-none-was-expected
+    turns:
+      - say: remind me in 5 minutes to stretch
+        expect:
+          wake: none
+  - name: right-minute-on-the-scenario-clock
+    turns:
+      - say: remind me in 5 minutes to stretch
+        expect:
+          wake: {at_local: "2026-01-05T09:05", note_contains: stretch}
+  - name: right-minute-wrong-note
+    turns:
+      - say: remind me in 5 minutes to stretch
+        expect:
+          wake: {at_local: "2026-01-05T09:05", note_contains: Nay}
+"""
+
+
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "suite.yaml"
     path.write_text(text)
@@ -128,3 +158,18 @@ async def test_the_runner_drives_the_gemini_adapter_like_any_model(settings: Set
     (wrong,) = result.results
     assert {v.rule: v.failure is None for v in wrong.verdicts} == {"handoffs": True, "ava_silent": False, "home": False}
     assert "zee: Done: the bedroom light is on." in wrong.transcript
+
+
+async def test_the_wake_rule_judges_pending_notes_on_the_scenario_clock(settings: Settings, tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, WAKES))
+    async with eval_product(settings) as product:
+        result = await run_suite(product, suite)
+    outcome = {r.scenario.name: r for r in result.results}
+    assert [r.passed for r in result.results] == [False, False, True, False], render([result], model="OfflineModel")
+    (minute,) = [v.failure for v in outcome["wrong-minute"].verdicts]
+    assert minute is not None and "no pending note due at 2026-01-05T09:06" in minute and "09:05" in minute
+    (none,) = [v.failure for v in outcome["scheduled-where-none-was-expected"].verdicts]
+    assert none is not None and "nothing should be scheduled" in none and "stretch" in none
+    (note,) = [v.failure for v in outcome["right-minute-wrong-note"].verdicts]
+    assert note is not None and "'Nay'" in note
+    assert rule_rates([result]) == {"wake": (1, 4)}

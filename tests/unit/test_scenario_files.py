@@ -89,6 +89,21 @@ def test_each_malformed_field_is_named_with_its_line(
     assert (error.line, error.field) == (line, field), str(error)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "maybe",
+        "{at_local: '2026-11-30 17:00'}",
+        "{at_local: '2026-02-30T17:00'}",
+        "{note_contains: Nay}",
+        "{at_local: '2026-11-30T17:00', when: soon}",
+    ],
+)
+def test_a_malformed_wake_is_named(tmp_path: Path, value: str) -> None:
+    error = failure(tmp_path, GOOD.replace("home: {sbx-light-bedroom: {switch_led: true}}", f"wake: {value}"))
+    assert (error.line, error.field) == (11, "scenarios[0] (one).turns[0].expect.wake"), str(error)
+
+
 def test_broken_yaml_names_the_line(tmp_path: Path) -> None:
     error = failure(tmp_path, GOOD.replace("handoffs: [zee]", "handoffs: [zee"))
     assert error.field == "yaml" and error.line >= 10
