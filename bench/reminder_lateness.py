@@ -72,10 +72,12 @@ async def _poll(notes: Notes, delivery: Delivery, poll_s: float) -> None:
             task = asyncio.create_task(delivery.run_claimed(note))
             running.add(task)
             task.add_done_callback(running.discard)
-        if not claimed or len(claimed) < free:
-            await asyncio.sleep(poll_s)
-        elif free <= 0:
+        if free <= 0:
+            # Busy, not idle: wait for a slot rather than a whole interval, or the baseline
+            # would be late for a reason of our making.
             await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        elif len(claimed) < free:
+            await asyncio.sleep(poll_s)
 
 
 async def worker(kind: str, dsn: str, poll_s: float, work_s: float) -> None:
