@@ -117,9 +117,9 @@ SAYINGS: tuple[tuple[str, str], ...] = (
     ("turn on the living room light", "living room light is on"),
     ("good morning", "what can i do for you"),
     ("turn off the living room light", "living room light is off"),
-    ("open the living room curtain", "curtain moved"),
+    ("open the living room curtain", "curtain is open"),
     ("hi there", "what can i do for you"),
-    ("close the living room curtain", "curtain moved"),
+    ("close the living room curtain", "curtain is closed"),
     ("thanks a lot", "anytime"),
     ("what can you do", "i lead the group"),  # the long answer (9 s of speech): once in 20 turns
 )
