@@ -280,7 +280,6 @@ def build_knowledge(
     stack: contextlib.AsyncExitStack,
     *,
     pool: asyncpg.Pool,
-    dsn: str,
     chosen: Knowledge | None = None,
 ) -> KnowledgeParts:
     """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
@@ -313,7 +312,6 @@ def build_knowledge(
         knowledge, adapter = LocalKnowledge(pool, extractor=RuleExtractor()), "LocalKnowledge + RuleExtractor"
     learning = Learning(
         pool=pool,
-        dsn=dsn,
         knowledge=knowledge,
         batch_max=settings.knowledge_batch_max,
         poll_s=settings.knowledge_poll_s,
@@ -321,10 +319,11 @@ def build_knowledge(
     return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter)
 
 
-async def start_learning(parts: KnowledgeParts, stack: contextlib.AsyncExitStack) -> None:
-    """The ingestion worker, stopped (mid-batch if need be: the cursor keeps the backlog) on close."""
+async def start_learning(parts: KnowledgeParts, hub: EventHub, stack: contextlib.AsyncExitStack) -> None:
+    """The ingestion worker, woken through the hub's LISTEN connection (not one of its own),
+    stopped (mid-batch if need be: the cursor keeps the backlog) on close."""
     stack.push_async_callback(parts.learning.stop)
-    await parts.learning.start()
+    await parts.learning.start(hub)
 
 
 def build_toolbox(
@@ -716,7 +715,7 @@ async def bootstrap(
     chosen = build_model(settings, stack, model)
     threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
     specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
-    memory = build_knowledge(settings, stack, pool=pool, dsn=dsn, chosen=knowledge)
+    memory = build_knowledge(settings, stack, pool=pool, chosen=knowledge)
     reminder_parts = build_reminders(settings, pool=pool, dsn=dsn, clock=clock)
     toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
     ledger, wallet = build_ledger(settings, pool, runs)
@@ -734,7 +733,7 @@ async def bootstrap(
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = await build_event_hub(dsn, stack)
     await build_sweep(threads, runs, wallet, pool)
-    await start_learning(memory, stack)
+    await start_learning(memory, hub, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     voice, speech = build_voice(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -84,6 +84,9 @@ class EventHub:
         self._dsn = dsn
         self._reconnect_s = reconnect_s
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        # Process-wide watchers: called with each notified person, and with None after a
+        # (re)connect, when a notification may have been missed.
+        self._watchers: list[Callable[[str | None], None]] = []
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -99,15 +102,23 @@ class EventHub:
                 await self._task
             self._task = None
 
+    def watch(self, watcher: Callable[[str | None], None]) -> None:
+        """Hear every person's notifications (and None after a reconnect) on this one connection."""
+        self._watchers.append(watcher)
+
     def _on_notify(self, _conn: Conn, _pid: int, _channel: str, payload: object) -> None:
         for waiter in self._waiters.get(str(payload), ()):
             waiter.set()
+        for watcher in self._watchers:
+            watcher(str(payload))
 
     def _wake_all(self) -> None:
         # After a reconnect a notification may have been missed: let everyone re-read.
         for waiters in self._waiters.values():
             for waiter in waiters:
                 waiter.set()
+        for watcher in self._watchers:
+            watcher(None)
 
     async def _listen(self) -> None:
         while True:

@@ -27,7 +27,7 @@ import asyncpg
 
 from agents import Knowledge, KnowledgeMessage
 from chat.errors import ThreadBusy
-from chat.events import CHANNEL, Conn
+from chat.events import Conn, EventHub
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ class Learning:
         self,
         *,
         pool: asyncpg.Pool,
-        dsn: str,
         knowledge: Knowledge,
         batch_max: int = 50,
         poll_s: float = 30.0,
@@ -74,7 +73,6 @@ class Learning:
         assert batch_max >= 1, batch_max
         assert failures_max >= 1, failures_max
         self._pool = pool
-        self._dsn = dsn
         self._knowledge = knowledge
         self._batch_max = batch_max
         self._poll_s = poll_s
@@ -88,11 +86,10 @@ class Learning:
         # bound, the next full pass finds them anyway).
         self._due: set[str] = set()
 
-    async def start(self) -> None:
-        self._tasks = [
-            asyncio.create_task(self._listen(), name="learning-listen"),
-            asyncio.create_task(self._work(), name="learning-work"),
-        ]
+    async def start(self, hub: EventHub) -> None:
+        """Work in the background, woken by the thread's notifications on the hub's connection."""
+        hub.watch(self._heard)
+        self._tasks = [asyncio.create_task(self._work(), name="learning-work")]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -202,25 +199,8 @@ class Learning:
             if not await self._drain_person(person_id):
                 return
 
-    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
-        if len(self._due) < _DUE_MAX:
-            self._due.add(str(payload))
+    def _heard(self, person_id: str | None) -> None:
+        # None: the hub reconnected and may have missed a notification; the next pass looks.
+        if person_id is not None and len(self._due) < _DUE_MAX:
+            self._due.add(person_id)
         self._wake.set()
-
-    async def _listen(self) -> None:
-        """Wake the worker on every thread event (one LISTEN connection per process)."""
-        while True:
-            conn: asyncpg.Connection | None = None
-            try:
-                conn = await asyncpg.connect(self._dsn)
-                lost = asyncio.Event()
-                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, self._on_notify)
-                self._wake.set()  # something may have been written while we were not listening
-                await lost.wait()
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("learning listener lost its connection: %s", type(exc).__name__)
-            finally:
-                if conn is not None and not conn.is_closed():
-                    await conn.close()
-            await asyncio.sleep(self._retry_s)

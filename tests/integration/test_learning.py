@@ -38,14 +38,14 @@ async def test_a_backlog_is_learned_and_the_cursor_carries_over(pool: asyncpg.Po
     await threads.append(budi, author="human", text="my favourite food is rendang", channel="text")
     await threads.append(budi, author="human", text="I live in Bandung", channel="text")
     knowledge = LocalKnowledge(pool, extractor=RuleExtractor())
-    first = Learning(pool=pool, dsn=database_url, knowledge=knowledge, batch_max=1)
+    first = Learning(pool=pool, knowledge=knowledge, batch_max=1)
     assert await first.drain() == 2
     graph = await knowledge.graph(person_id=budi)
     assert sorted(e.text for e in graph.edges) == ["Budi lives in Bandung", "Budi's favourite food is rendang"]
 
     await threads.append(budi, author="human", text="I work at Gojek", channel="text")
     recording = Recording()
-    second = Learning(pool=pool, dsn=database_url, knowledge=recording)  # type: ignore[arg-type]
+    second = Learning(pool=pool, knowledge=recording)  # type: ignore[arg-type]
     assert await second.drain() == 1
     assert recording.batches == [["I work at Gojek"]]
     assert await second.drain() == 0
@@ -58,7 +58,7 @@ async def test_a_failing_batch_is_retried_then_skipped(
     sari = await _person(pool, "Sari")
     await Threads(pool).append(sari, author="human", text="I'm allergic to peanuts", channel="text")
     recording = Recording(failures=failures)
-    learning = Learning(pool=pool, dsn=database_url, knowledge=recording, failures_max=3)  # type: ignore[arg-type]
+    learning = Learning(pool=pool, knowledge=recording, failures_max=3)  # type: ignore[arg-type]
     for _ in range(failures):
         await learning.drain()
     await learning.drain()
