@@ -66,6 +66,7 @@ from agents import (
 )
 from agents.ava.wakes import wake_tools
 from chat import (
+    DATABASE_GONE,
     BodyLimit,
     ChatApi,
     ChatError,
@@ -90,6 +91,7 @@ from chat import (
     drain_detached,
     no_wakes,
     on_chat_error,
+    on_database_gone,
     on_domain_error,
     on_http_error,
     on_ledger_error,
@@ -893,6 +895,8 @@ def build_app(services: Services) -> FastAPI:
     app.add_exception_handler(ReminderError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
+    for gone in DATABASE_GONE:
+        app.add_exception_handler(gone, on_database_gone)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(BodyLimit)
 

@@ -6,9 +6,11 @@ Other domains and main.py import only what is listed here.
 from chat.api import ChatApi, build_router, parse_zone
 from chat.detached import cancel_detached, drain_detached, run_detached
 from chat.edge import (
+    DATABASE_GONE,
     HTTP_STATUS,
     BodyLimit,
     on_chat_error,
+    on_database_gone,
     on_domain_error,
     on_http_error,
     on_ledger_error,
@@ -36,6 +38,7 @@ from chat.wallet import Wallet
 from chat.wallet_api import build_wallet_router
 
 __all__ = [
+    "DATABASE_GONE",
     "HTTP_STATUS",
     "BodyLimit",
     "ChatApi",
@@ -77,6 +80,7 @@ __all__ = [
     "mentions",
     "no_wakes",
     "on_chat_error",
+    "on_database_gone",
     "on_domain_error",
     "on_http_error",
     "on_ledger_error",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -148,6 +149,24 @@ def _internal() -> JSONResponse:
     # saying so keeps a keep-alive client from reusing a socket that is about to close.
     response.headers["Connection"] = "close"
     return response
+
+
+# The database went away under a request (a restart, a failover, a cut connection). The pool
+# drops the broken connection when it comes back, so the client is told to retry (503 with
+# Retry-After), not that the product broke.
+DATABASE_GONE: tuple[type[Exception], ...] = (
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+    ConnectionError,
+)
+
+
+async def on_database_gone(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    return problem(503, "database_unavailable", "The database is not reachable right now", "Try again in a moment.")
 
 
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
