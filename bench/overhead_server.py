@@ -16,6 +16,9 @@ with the scripted model answering instantly, and adds bench-only routes:
   (statements and thread locks) run and how many transaction ids were handed out in
   between, so the driver can prove in every run that the baseline still matches the turn
   instead of trusting a hand count.
+- `POST /bench/trace/learning` traces one pass of the learning worker (stopped in this
+  server: background work, off the reply's path, accounted apart from the request), and
+  `POST /bench/learn` runs one untraced.
 
 (No `from __future__ import annotations`: FastAPI reads the route annotations at runtime.)
 """
@@ -39,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
-from chat import LocalTokens
+from chat import Learning, LocalTokens
 from main import running
 from settings import Settings
 
@@ -108,7 +111,7 @@ CREATE TRIGGER bench_events_notify AFTER INSERT ON bench_events FOR EACH ROW EXE
 _MESSAGE_COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
 _RUN_COLUMNS = """id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel, status,
 error_code, error_detail, model, model_calls, tool_calls, usage, cost_micros, started_at, finished_at"""
-_PERSON_SQL = "SELECT id, name, time_zone, created_at FROM people WHERE id = $1"
+_PERSON_SQL = "SELECT id, name, time_zone, created_at, language FROM people WHERE id = $1"
 # The turn's own lock key: a baseline request and a turn for one person exclude each other.
 _LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('thread:' || $1, 0))"
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('thread:' || $1, 0))"
@@ -188,6 +191,24 @@ FROM jsonb_to_recordset($2::jsonb) AS d(device_id TEXT, name TEXT, category TEXT
 ON CONFLICT DO NOTHING
 """
 _DEVICE_SQL = "SELECT category, status FROM bench_devices WHERE person_id = $1 AND device_id = $2"
+_DEVICES_SQL = "SELECT device_id, name, category, status FROM bench_devices WHERE person_id = $1 ORDER BY name"
+# The session layer's knowledge lookup (LocalKnowledge.search): every word, then any word.
+# It reads the real knowledge tables: a search costs what it costs the turn.
+_FACTS_SQL = """
+WITH hits AS (
+    SELECT * FROM knowledge_facts
+    WHERE person_id = $1 AND invalid_at IS NULL AND search @@ to_tsquery('simple', $2) AND NOT (id = ANY ($4::text[]))
+    ORDER BY valid_at DESC LIMIT $3
+)
+SELECT f.id, f.subject_id, f.relation, f.object_id, f.text, f.slot, f.valid_at, f.invalid_at, f.message_ids,
+       s.name AS subject_name, s.is_self AS subject_self, o.name AS object_name, o.type AS object_type
+FROM hits f
+JOIN knowledge_entities s ON s.id = f.subject_id
+JOIN knowledge_entities o ON o.id = f.object_id
+ORDER BY f.valid_at DESC
+"""
+_FACT_WORDS = ["turn:*", "bedroom:*", "light:*"]
+_FACTS_MAX = 10
 _SWITCH_SQL = """
 UPDATE bench_devices SET status = status || $3::jsonb, updated_at = now() WHERE person_id = $1 AND device_id = $2
 """
@@ -292,13 +313,19 @@ class _Work:
         origin = await self._append(person_id, "human", text, None)
         ava = await self._start(person_id, "ava", "human", None, origin, origin)
         await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history
+        # Turns._facts_of: every word, then (finding fewer than the limit) any word.
+        await self._fetch(_FACTS_SQL, person_id, " & ".join(_FACT_WORDS), _FACTS_MAX, [])
+        await self._fetch(_FACTS_SQL, person_id, " | ".join(_FACT_WORDS), _FACTS_MAX, [])
         await self._charge(person_id, ava, 1, "ava", "human")
         await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.has_balance before handing on
         handoff = await self._append(person_id, "ava", "@zee", ava)
         zee = await self._start(person_id, "zee", "ava", ava, handoff, origin)
         await self._fetch(_PAGE_SQL, person_id, 2**62, 200)
         await self._charge(person_id, zee, 1, "zee", "ava")
-        # SandboxHome.send_commands: seed (a no-op once seeded), read, write.
+        # Zee's tools look at the home first (SandboxHome.list_devices: seed, a no-op once
+        # seeded, then the list), then SandboxHome.send_commands: seed, read, write.
+        await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
+        await self._fetch(_DEVICES_SQL, person_id)
         await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
         await self._fetchrow(_DEVICE_SQL, person_id, DEVICE_ID)
         await self._execute(_SWITCH_SQL, person_id, DEVICE_ID, {"switch_led": True})
@@ -462,7 +489,7 @@ class Tracer:
 # --- serving -----------------------------------------------------------------------------
 
 
-def add_bench_routes(app: FastAPI, baseline: Baseline, tracer: Tracer) -> None:
+def add_bench_routes(app: FastAPI, baseline: Baseline, tracer: Tracer, learning: Learning) -> None:
     async def post_baseline(
         body: BaselineBody, authorization: Annotated[str | None, Header()] = None
     ) -> dict[str, Any]:
@@ -480,10 +507,23 @@ def add_bench_routes(app: FastAPI, baseline: Baseline, tracer: Tracer) -> None:
     async def trace_stop() -> dict[str, Any]:
         return await tracer.stop()
 
+    async def trace_learning() -> dict[str, Any]:
+        # What the learning worker does for the messages written since its last pass,
+        # traced on its own: background work, off the reply's path (see the module doc).
+        await tracer.start()
+        learned = await learning.drain()
+        traced = await tracer.stop()
+        return {**traced, "learned": learned}
+
+    async def learn() -> dict[str, int]:
+        return {"learned": await learning.drain()}
+
     app.add_api_route("/bench/baseline", post_baseline, methods=["POST"])
     app.add_api_route("/bench/baseline-one-connection", post_baseline_one_connection, methods=["POST"])
     app.add_api_route("/bench/trace/start", trace_start, methods=["POST"])
     app.add_api_route("/bench/trace/stop", trace_stop, methods=["POST"])
+    app.add_api_route("/bench/trace/learning", trace_learning, methods=["POST"])
+    app.add_api_route("/bench/learn", learn, methods=["POST"])
 
 
 async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -> None:
@@ -500,12 +540,18 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         signup_grant_micros=10**15,
     )
     async with running(settings, model=InstantScript()) as (services, app):
+        # Learning is background work off the reply's path: stopped here so it neither
+        # interleaves with the traced requests nor loads the measured ones; the driver
+        # traces and times its passes on their own (`/bench/trace/learning`, `/bench/learn`).
+        learning = services.knowledge.learning
+        await learning.stop()
         async with services.pool.acquire() as conn:
             await conn.execute(SCHEMA_SQL)
         add_bench_routes(
             app,
             Baseline(services.pool, services.lock_pool, services.local_tokens),
             Tracer([services.pool, services.lock_pool]),
+            learning,
         )
         # The driver made and bound the listening socket, so it knew the port before we ran.
         listener = socket.socket(fileno=fd)

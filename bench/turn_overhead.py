@@ -10,6 +10,12 @@ of all kinds in every run proves they still match, so the gap is the product's c
 A second baseline runs those statements on one connection per request, which prices the
 product's check-out per statement (the target is measured against the first).
 
+The learning worker (chat.learning) is background work off the reply's path: it reads
+each new message into the knowledge graph after the turn. The bench server stops it, so
+it neither interleaves with the traced statements nor loads the measured requests of one
+kind more than the other; its pass over one turn's messages is traced on its own and
+shown in its own column ("learning, after the turn"), never compared with the baseline.
+
 The server runs in its own process (uvicorn on 127.0.0.1, a port this process bound), so
 the load generator here never shares its interpreter. Each virtual person signs in with
 their own name and sends requests one after another; at each level the blocks of each
@@ -56,6 +62,8 @@ KINDS = {"turn": TURN_PATH, "baseline": "/bench/baseline", "baseline, 1 conn": "
 # What a one-connection request may do differently from a turn; everything else must match.
 CHECKOUT_COUNTS = ("pool check-outs", "round trips")
 TARGET_RATIO = 2.0
+# The learning worker's pass over one turn's messages: background work, traced apart.
+LEARNING = "learning, after the turn"
 # A request slower than this is a hang (e.g. a starved pool), not a data point.
 REQUEST_TIMEOUT_S = 30.0
 
@@ -296,14 +304,20 @@ def check_shape(kind: str, body: dict[str, Any]) -> None:
 async def trace(client: httpx.AsyncClient, person: Person) -> dict[str, dict[str, Any]]:
     """What one warm turn and one warm baseline request do to PostgreSQL, statement by statement."""
     traces: dict[str, dict[str, Any]] = {}
+    learning: dict[str, Any] = {}
     for kind in KINDS:
         check_shape(kind, (await send(client, kind, person)).json())  # warm: devices seeded, statements prepared
+        (await client.post("/bench/learn")).raise_for_status()  # the backlog so far, untraced
         (await client.post("/bench/trace/start")).raise_for_status()
         await send(client, kind, person)
         stopped = await client.post("/bench/trace/stop")
         stopped.raise_for_status()
         traces[kind] = stopped.json()
-    return traces
+        if kind == "turn":
+            learned = await client.post("/bench/trace/learning")
+            learned.raise_for_status()
+            learning = learned.json()
+    return {**traces, LEARNING: learning}
 
 
 def explain(error: BaseException, kind: str, people: int) -> BaseException:
@@ -416,10 +430,12 @@ def latency_table(results: dict[int, dict[str, Sample]]) -> list[str]:
 def trace_table(traces: dict[str, dict[str, Any]]) -> tuple[list[str], bool]:
     summaries = {kind: traced["summary"] for kind, traced in traces.items()}
     turn = summaries["turn"]
+    learned = traces[LEARNING]["learned"] if LEARNING in traces else 0
     lines = ["| per request | " + " | ".join(summaries) + " |", "|---" + "|---:" * len(summaries) + "|"]
     lines += [f"| {name} | " + " | ".join(str(s.get(name, "-")) for s in summaries.values()) + " |" for name in turn]
     lookups = " | ".join(str(traced["type look-ups"]) for traced in traces.values())
     lines.append(f"| asyncpg type look-ups (first use on a connection; not compared) | {lookups} |")
+    lines.append(f"| messages learned (not compared) | - | - | - | {learned} |")
     matched = summaries["baseline"] == turn and all(
         summaries["baseline, 1 conn"].get(name) == count for name, count in turn.items() if name not in CHECKOUT_COUNTS
     )
