@@ -102,7 +102,7 @@ from chat import (
     publish_reminder_delivered,
     run_detached,
 )
-from database import EmbeddedPostgres, apply_migrations, create_pool
+from database import EmbeddedPostgres, TurnPool, apply_migrations, create_pool, holding
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from reminders import (
     CallbackGate,
@@ -282,6 +282,7 @@ def build_knowledge(
     stack: contextlib.AsyncExitStack,
     *,
     pool: asyncpg.Pool,
+    threads: Threads | None = None,
     chosen: Knowledge | None = None,
 ) -> KnowledgeParts:
     """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
@@ -317,7 +318,11 @@ def build_knowledge(
         knowledge=knowledge,
         batch_max=settings.knowledge_batch_max,
         poll_s=settings.knowledge_poll_s,
+        # Never beside a reply: a person is read once their turn has ended (start_learning).
+        busy=threads.busy if threads is not None else (lambda _person_id: False),
     )
+    if threads is not None:
+        threads.on_idle(learning.turn_ended)
     return KnowledgeParts(knowledge=knowledge, learning=learning, adapter=adapter)
 
 
@@ -715,12 +720,18 @@ async def bootstrap(
     if migrate_first:
         await build_migrations(pool)
     chosen = build_model(settings, stack, model)
-    threads, runs = Threads(pool, lock_pool=lock_pool), Runs(pool)
-    specialists = build_specialists_on(settings, stack, pool=pool, threads=threads, vendor_transport=vendor_transport)
-    memory = build_knowledge(settings, stack, pool=pool, chosen=knowledge)
+    # The stores a turn writes through run its statements on the connection that holds the
+    # person's thread lock while the turn runs (database.pool.TurnPool), on the pool otherwise.
+    # Knowledge stays on the plain pool: its lookup is cut short by a timeout.
+    turn_pool = TurnPool(pool).as_pool()
+    threads, runs = Threads(turn_pool, lock_pool=lock_pool, hold=holding), Runs(turn_pool)
+    specialists = build_specialists_on(
+        settings, stack, pool=turn_pool, threads=threads, vendor_transport=vendor_transport
+    )
+    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge)
     reminder_parts = build_reminders(settings, pool=pool, dsn=dsn, clock=clock)
     toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
-    ledger, wallet = build_ledger(settings, pool, runs)
+    ledger, wallet = build_ledger(settings, turn_pool, runs)
     turns = build_turns(
         settings,
         threads=threads,

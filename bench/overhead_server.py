@@ -128,22 +128,23 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 'text') RETURNING {_RUN_COLUMNS}
 _PAGE_SQL = f"""
 SELECT {_MESSAGE_COLUMNS} FROM bench_messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
 """
-_CALL_SQL = """
-UPDATE bench_runs SET model_calls = model_calls + 1, model = $2,
-    usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
-                      FROM jsonb_each_text($3::jsonb) AS u(k, v))
-WHERE id = $1
+_RECORD_CALL_SQL = """
+WITH call AS (
+    INSERT INTO bench_run_calls (run_id, idx, person_id, model, usage)
+    SELECT id, $2, person_id, $3, $4::jsonb FROM bench_runs WHERE id = $1
+    RETURNING run_id, at
+), bump AS (
+    UPDATE bench_runs SET model_calls = model_calls + 1, model = $3,
+        usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
+                          FROM jsonb_each_text($4::jsonb) AS u(k, v))
+    WHERE id IN (SELECT run_id FROM call)
+)
+SELECT at FROM call
 """
-_CALL_ROW_SQL = """
-INSERT INTO bench_run_calls (run_id, idx, person_id, model, usage)
-SELECT id, $2, person_id, $3, $4::jsonb FROM bench_runs WHERE id = $1
-RETURNING at
-"""
-_PRICE_SQL = """
+# Every row that can price the model, read once per process (PriceBook keeps them).
+_PRICES_SQL = """
 SELECT id, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from FROM prices
-WHERE model IN ($1, '*') AND valid_from <= $2
-ORDER BY model = $1 DESC, valid_from DESC
-LIMIT 1
+WHERE model IN ($1, '*')
 """
 # The ledger's one-statement write, as PostgresLedger.transact sends it.
 _TRANSACT_SQL = """
@@ -181,7 +182,7 @@ INSERT INTO bench_run_events (run_id, idx, name, args, result)
 SELECT $1, tool_calls, $2, $3::jsonb, $4::jsonb FROM bump
 """
 _FINISH_SQL = f"""
-UPDATE bench_runs SET status = 'succeeded', finished_at = clock_timestamp()
+UPDATE bench_runs SET status = 'succeeded', error_code = NULL, error_detail = NULL, finished_at = clock_timestamp()
 WHERE id = $1 AND status = 'running' RETURNING person_id, {_RUN_COLUMNS}
 """
 _SEED_DEVICES_SQL = """
@@ -212,13 +213,6 @@ _FACTS_MAX = 10
 _SWITCH_SQL = """
 UPDATE bench_devices SET status = status || $3::jsonb, updated_at = now() WHERE person_id = $1 AND device_id = $2
 """
-_OF_ORIGIN_SQL = f"""
-SELECT {_RUN_COLUMNS} FROM bench_runs WHERE person_id = $1 AND origin_message_id = $2 ORDER BY started_at
-"""
-_OF_TURN_SQL = f"""
-SELECT {_MESSAGE_COLUMNS} FROM bench_messages
-WHERE person_id = $1 AND (id = $2 OR run_id = ANY($3::text[])) ORDER BY seq
-"""
 _DEVICES = [
     {"device_id": DEVICE_ID, "name": "Bedroom light", "category": "dj",
      "status": {"switch_led": False, "bright_value": 800, "temp_value": 500}},
@@ -246,45 +240,61 @@ class BaselineBody(BaseModel):
 class Baseline:
     """One turn's PostgreSQL work and nothing else: no routing, prompts, tool loop or models.
 
-    By default every step is one pool check-out, as in the product, mirroring one product
-    call (named in its comment); the driver's trace checks the match on every run. With
-    `one_connection` the same statements run on the connection that holds the lock, the
-    way the product could run them, to show what the check-outs themselves cost.
+    As in the product, the person and the wallet guard are read on pooled connections, and
+    everything the turn does while it holds the thread runs on the connection that holds
+    the lock (the knowledge lookup excepted: the product gives it a pool connection of its
+    own, since a timeout may cut it short). Each step mirrors one product call, named in
+    its comment; the driver's trace checks the match on every run. With `one_connection`
+    every statement runs on the lock's connection, to show what the few remaining
+    check-outs cost.
     """
 
     def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, tokens: LocalTokens) -> None:
         self._pool = pool
         self._lock_pool = lock_pool
         self._tokens = tokens
+        # Prices are append-only and kept in process (PriceBook): read once here.
+        self._prices: dict[str, asyncpg.Record] = {}
 
     async def post(self, authorization: str | None, text: str, *, one_connection: bool) -> dict[str, Any]:
         person_id = await self._tokens.verify((authorization or "").removeprefix("Bearer ").strip())
         if not one_connection:
-            return await _Work(self._pool, self._lock_pool, held=None).turn(person_id, text)
-        async with self._pool.acquire() as conn:
-            return await _Work(self._pool, self._lock_pool, held=conn).turn(person_id, text)
+            return await _Work(self._pool, self._lock_pool, self._prices, held=None).turn(person_id, text)
+        async with self._lock_pool.acquire() as conn:
+            return await _Work(self._pool, self._lock_pool, self._prices, held=conn).turn(person_id, text)
 
 
 class _Work:
-    """The statements of one baseline request, on pooled connections or on one held one."""
+    """The statements of one baseline request: on pooled connections until the lock is
+    taken, then on the lock's connection; or all on one held connection."""
 
     def __init__(
-        self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, *, held: "PoolConnectionProxy[asyncpg.Record] | None"
+        self,
+        pool: asyncpg.Pool,
+        lock_pool: asyncpg.Pool,
+        prices: dict[str, asyncpg.Record],
+        *,
+        held: "PoolConnectionProxy[asyncpg.Record] | None",
     ) -> None:
         self._pool = pool
         self._lock_pool = lock_pool
+        self._prices = prices
         self._held = held
+        self._locked: PoolConnectionProxy[asyncpg.Record] | None = None
 
     @contextlib.asynccontextmanager
-    async def _conn(self, pool: asyncpg.Pool | None = None) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
+    async def _conn(self, *, pooled: bool = False) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
+        """The held connection, else the lock's while the thread is held (unless `pooled`), else a pooled one."""
         if self._held is not None:
             yield self._held
-            return
-        async with (pool or self._pool).acquire() as conn:
-            yield conn
+        elif self._locked is not None and not pooled:
+            yield self._locked
+        else:
+            async with self._pool.acquire() as conn:
+                yield conn
 
-    async def _fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
-        async with self._conn() as conn:
+    async def _fetch(self, query: str, *args: object, pooled: bool = False) -> list[asyncpg.Record]:
+        async with self._conn(pooled=pooled) as conn:
             return await conn.fetch(query, *args)
 
     async def _fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
@@ -295,32 +305,44 @@ class _Work:
         async with self._conn() as conn:
             await conn.execute(query, *args)
 
+    @contextlib.asynccontextmanager
+    async def _thread(self, person_id: str) -> AsyncIterator[None]:  # Threads.turn
+        if self._held is not None:
+            lock_cm: contextlib.AbstractAsyncContextManager[PoolConnectionProxy[asyncpg.Record]] = (
+                contextlib.nullcontext(self._held)
+            )
+        else:
+            lock_cm = self._lock_pool.acquire()
+        async with lock_cm as lock:
+            await lock.execute(_LOCK_SQL, person_id)
+            self._locked = lock
+            try:
+                yield
+            finally:
+                self._locked = None
+                await asyncio.shield(lock.execute(_UNLOCK_SQL, person_id))
+
     async def turn(self, person_id: str, text: str) -> dict[str, Any]:
         if not await self._fetch(_PERSON_SQL, person_id):  # People.get
             raise HTTPException(401)
         await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.guard
-        async with self._conn(self._lock_pool) as lock:  # Threads.turn: the lock pool's own connection
-            await lock.execute(_LOCK_SQL, person_id)
-            try:
-                origin = await self._writes(person_id, text)
-            finally:
-                await asyncio.shield(lock.execute(_UNLOCK_SQL, person_id))
-        runs = await self._fetch(_OF_ORIGIN_SQL, person_id, origin)  # Runs.of_origin
-        messages = await self._fetch(_OF_TURN_SQL, person_id, origin, [r["id"] for r in runs])  # Threads.of_turn
+        async with self._thread(person_id):
+            messages, runs = await self._writes(person_id, text)
+        # Turns.post: the response is what the turn wrote, not read back.
         return {"messages": [_jsonable(m) for m in messages], "runs": [_jsonable(r) for r in runs]}
 
-    async def _writes(self, person_id: str, text: str) -> str:
+    async def _writes(self, person_id: str, text: str) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
         origin = await self._append(person_id, "human", text, None)
-        ava = await self._start(person_id, "ava", "human", None, origin, origin)
-        await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history
-        # Turns._facts_of: every word, then (finding fewer than the limit) any word.
-        await self._fetch(_FACTS_SQL, person_id, " & ".join(_FACT_WORDS), _FACTS_MAX, [])
-        await self._fetch(_FACTS_SQL, person_id, " | ".join(_FACT_WORDS), _FACTS_MAX, [])
+        ava = await self._start(person_id, "ava", "human", None, origin["id"], origin["id"])
+        await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history: once per turn
+        # Turns._facts_of on a pooled connection: every word, then (finding fewer than the limit) any word.
+        await self._fetch(_FACTS_SQL, person_id, " & ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
+        await self._fetch(_FACTS_SQL, person_id, " | ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
         await self._charge(person_id, ava, 1, "ava", "human")
         await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.has_balance before handing on
         handoff = await self._append(person_id, "ava", "@zee", ava)
-        zee = await self._start(person_id, "zee", "ava", ava, handoff, origin)
-        await self._fetch(_PAGE_SQL, person_id, 2**62, 200)
+        zee = await self._start(person_id, "zee", "ava", ava, handoff["id"], origin["id"])
+        # Zee's history is Ava's page and the handoff, handed on: no read.
         await self._charge(person_id, zee, 1, "zee", "ava")
         # Zee's tools look at the home first (SandboxHome.list_devices: seed, a no-op once
         # seeded, then the list), then SandboxHome.send_commands: seed, read, write.
@@ -332,21 +354,25 @@ class _Work:
         command_args = {"device_id": DEVICE_ID, "commands": COMMANDS}
         await self._execute(_TOOL_SQL, zee, "send_commands", command_args, {"ok": True})  # Runs.record_tool
         await self._charge(person_id, zee, 2, "zee", "ava")
-        await self._append(person_id, "zee", "Done.", zee)
-        await self._finish(zee)
+        done = await self._append(person_id, "zee", "Done.", zee)
+        zee_run = await self._finish(zee)
         await self._execute(_TOOL_SQL, ava, "zee", {"tag": "@zee"}, {"response": "Done."})
         await self._charge(person_id, ava, 2, "ava", "human")
-        await self._finish(ava)
-        return origin
+        ava_run = await self._finish(ava)
+        return [origin, handoff, done], [ava_run, zee_run]
+
+    async def _price(self) -> asyncpg.Record:  # PriceBook.price_for, from the rows kept in process
+        if _MODEL not in self._prices:
+            rows = await self._fetch(_PRICES_SQL, _MODEL)
+            self._prices[_MODEL] = max(rows, key=lambda r: (r["model"] == _MODEL, r["valid_from"]))
+        return self._prices[_MODEL]
 
     async def _charge(  # Wallet.charge_call
         self, person_id: str, run_id: str, index: int, agent: str, trigger: str
     ) -> None:
-        async with self._conn() as conn, conn.transaction():  # Runs.record_call
-            at = await conn.fetchval(_CALL_ROW_SQL, run_id, index, _MODEL, _USAGE)
-            await conn.execute(_CALL_SQL, run_id, _MODEL, _USAGE)
-        price = await self._fetchrow(_PRICE_SQL, _MODEL, at)  # Prices.price_for
-        assert price is not None
+        at = await self._fetchrow(_RECORD_CALL_SQL, run_id, index, _MODEL, _USAGE)  # Runs.record_call
+        assert at is not None
+        price = await self._price()
         # Per-million-token prices in rupiah are micro-rupiah per token.
         cost = (
             _USAGE["prompt_tokens"] * price["input_per_mtok_idr"]
@@ -358,7 +384,7 @@ class _Work:
             "tokens": _USAGE, "price": dict(price), "cost_micros": cost,
         }  # fmt: skip
         await self._fetchrow(  # PostgresLedger.transact
-            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at, [account, "revenue:IDR"],
+            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at[0], [account, "revenue:IDR"],
             [-cost, cost],
         )  # fmt: skip
         await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost
@@ -367,14 +393,16 @@ class _Work:
         shown = f"Rp{balance[0] // 1_000_000:,}".replace(",", ".")
         await self._execute(_EVENT_SQL, person_id, "wallet.changed", {"balance_micros": balance[0], "balance": shown})
 
-    async def _append(self, person_id: str, author: str, text: str, run_id: str | None) -> str:  # Threads.append
+    async def _append(  # Threads.append
+        self, person_id: str, author: str, text: str, run_id: str | None
+    ) -> asyncpg.Record:
         async with self._conn() as conn, conn.transaction():
             seq = await conn.fetchval(_NEXT_SEQ_SQL, person_id)
             message_id = f"msg_{secrets.token_hex(10)}"
             row = await conn.fetchrow(_APPEND_SQL, message_id, person_id, seq, author, text, run_id, [], None)
             assert row is not None
             await conn.execute(_EVENT_SQL, person_id, "message", _jsonable(row))
-        return message_id
+        return row
 
     async def _start(  # Runs.start
         self, person_id: str, agent: str, trigger: str, parent: str | None, trigger_id: str, origin_id: str
@@ -386,11 +414,12 @@ class _Work:
             await conn.execute(_EVENT_SQL, person_id, "run.started", _jsonable(row))
         return run_id
 
-    async def _finish(self, run_id: str) -> None:  # Runs.finish
+    async def _finish(self, run_id: str) -> asyncpg.Record:  # Runs.finish
         async with self._conn() as conn, conn.transaction():
             row = await conn.fetchrow(_FINISH_SQL, run_id)
             assert row is not None
             await conn.execute(_EVENT_SQL, row["person_id"], "run.finished", _jsonable(row))
+        return row
 
 
 # --- the statement trace -----------------------------------------------------------------

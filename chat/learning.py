@@ -9,6 +9,11 @@ simply the distance between the thread's `last_seq` and the cursor. A turn never
 for it: the person's message is written before any run starts, so it is learned whether
 the run that followed succeeded or failed.
 
+It never competes with a reply: a person whose turn is waiting or running in this process
+is skipped when a notification names them (a turn writes a dozen events) and read once
+their last turn has ended (`Threads.on_idle`), after a short settling pause that lets the
+reply go out first and gathers a turn's notifications into one pass.
+
 Each person's batch runs under a per-person advisory lock (skipped, not waited for,
 when another process holds it); forgetting a person takes the same lock, so no batch
 read before the erasure can write facts back after it. A batch that keeps failing is
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 
@@ -69,6 +74,8 @@ class Learning:
         retry_s: float = 5.0,
         ingest_timeout_s: float = 60.0,
         failures_max: int = 3,
+        busy: Callable[[str], bool] = lambda _person_id: False,
+        settle_s: float = 0.05,
     ) -> None:
         assert batch_max >= 1, batch_max
         assert failures_max >= 1, failures_max
@@ -79,6 +86,9 @@ class Learning:
         self._retry_s = retry_s
         self._ingest_timeout_s = ingest_timeout_s
         self._failures_max = failures_max
+        # Whether a turn of this process holds (or waits for) the person's thread.
+        self._busy = busy
+        self._settle_s = settle_s
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._failing = False
@@ -101,6 +111,10 @@ class Learning:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def turn_ended(self, person_id: str) -> None:
+        """The person's last turn in this process ended: learn what it wrote (`Threads.on_idle`)."""
+        self._heard(person_id)
 
     async def drain(self) -> int:
         """Ingest every person's backlog now; the number of messages handed on."""
@@ -179,7 +193,8 @@ class Learning:
                     full_at = loop.time() + (self._retry_s if self._failing else self._poll_s)
                 else:
                     for person_id in sorted(due):
-                        await self._drain_one(person_id)
+                        if not self._busy(person_id):  # else read when the turn ends (turn_ended)
+                            await self._drain_one(person_id)
                     if self._failing:
                         full_at = min(full_at, loop.time() + self._retry_s)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -192,6 +207,9 @@ class Learning:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, full_at - loop.time())):
                     await self._wake.wait()
+            if self._settle_s > 0:
+                # Let the reply that caused the wake-up go out, and gather the turn's notifications.
+                await asyncio.sleep(self._settle_s)
 
     async def _drain_one(self, person_id: str) -> None:
         self._failing = False

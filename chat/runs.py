@@ -22,10 +22,20 @@ _START_SQL = f"""
 INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}
 """
-_CALL_ROW_SQL = """
-INSERT INTO run_calls (run_id, idx, person_id, model, usage)
-SELECT id, $2, person_id, $3, $4::jsonb FROM runs WHERE id = $1
-RETURNING at
+# One statement (one round trip, its own transaction): the call's row, and its usage added
+# to the run's. Nothing happens for a run that does not exist (no row comes back).
+_RECORD_CALL_SQL = """
+WITH call AS (
+    INSERT INTO run_calls (run_id, idx, person_id, model, usage)
+    SELECT id, $2, person_id, $3, $4::jsonb FROM runs WHERE id = $1
+    RETURNING run_id, at
+), bump AS (
+    UPDATE runs SET model_calls = model_calls + 1, model = $3,
+        usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
+                          FROM jsonb_each_text($4::jsonb) AS u(k, v))
+    WHERE id IN (SELECT run_id FROM call)
+)
+SELECT at FROM call
 """
 _COST_SQL = """
 WITH call AS (
@@ -37,12 +47,6 @@ _UNCHARGED_SQL = """
 SELECT c.run_id, c.idx, c.person_id, c.model, c.usage, c.at, r.agent, r.trigger
 FROM run_calls c JOIN runs r ON r.id = c.run_id
 WHERE c.cost_micros IS NULL ORDER BY c.at LIMIT $1
-"""
-_CALL_SQL = """
-UPDATE runs SET model_calls = model_calls + 1, model = $2,
-    usage = usage || (SELECT coalesce(jsonb_object_agg(k, coalesce((usage ->> k)::bigint, 0) + v::bigint), '{}')
-                      FROM jsonb_each_text($3::jsonb) AS u(k, v))
-WHERE id = $1
 """
 _TOOL_SQL = """
 WITH bump AS (UPDATE runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
@@ -172,9 +176,7 @@ class Runs:
 
     async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
         """Keep one model call's usage (before it is charged); returns when it was recorded."""
-        async with self._pool.acquire() as conn, conn.transaction():
-            at = await conn.fetchval(_CALL_ROW_SQL, run_id, index, model, usage)
-            await conn.execute(_CALL_SQL, run_id, model, usage)
+        at = await self._pool.fetchval(_RECORD_CALL_SQL, run_id, index, model, usage)
         assert isinstance(at, datetime), f"run {run_id} does not exist"
         return at
 

@@ -8,14 +8,19 @@ other. Lock connections come from their own small pool, never from the pool the 
 statements use: a turn holds its lock connection while it borrows others, so sharing one
 pool would deadlock as soon as every connection held a lock. The lock pool's size is
 also this process's cap on concurrent turns.
+
+The lock's connection does more than hold the lock: `hold` (given by the composition root)
+lends it to the turn's own statements, so a turn runs on the one connection it already
+holds instead of checking one out per statement (see database.pool.TurnPool).
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -88,9 +93,29 @@ def _message(row: asyncpg.Record) -> Message:
 
 
 class Threads:
-    def __init__(self, pool: asyncpg.Pool, *, lock_pool: asyncpg.Pool | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        lock_pool: asyncpg.Pool | None = None,
+        hold: Callable[[Conn], AbstractAsyncContextManager[None]] | None = None,
+    ) -> None:
         self._pool = pool
         self._lock_pool = lock_pool or pool
+        # Lends the lock's connection to the turn's statements while the turn runs.
+        self._hold = hold
+        # Turns of this process per person, waiting or running, and who hears a person's
+        # last one end (background work that must not compete with a reply: learning).
+        self._turning: Counter[str] = Counter()
+        self._idle_listeners: list[Callable[[str], None]] = []
+
+    def busy(self, person_id: str) -> bool:
+        """True while a turn of this process waits for or holds the person's thread."""
+        return self._turning[person_id] > 0
+
+    def on_idle(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(person_id)` whenever the last turn of this process for a person ends."""
+        self._idle_listeners.append(listener)
 
     async def append(
         self,
@@ -147,6 +172,19 @@ class Threads:
     @asynccontextmanager
     async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
         """Hold the person's thread for one whole turn."""
+        self._turning[person_id] += 1
+        try:
+            async with self._locked(person_id, wait_s=wait_s):
+                yield
+        finally:
+            self._turning[person_id] -= 1
+            if not self._turning[person_id]:
+                del self._turning[person_id]
+                for listener in self._idle_listeners:
+                    listener(person_id)
+
+    @asynccontextmanager
+    async def _locked(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
         try:
             async with asyncio.timeout(wait_s):
                 conn = await self._lock_pool.acquire()
@@ -159,7 +197,8 @@ class Threads:
             except TimeoutError as exc:
                 raise ThreadBusy("Another request is still being answered; try again shortly.") from exc
             try:
-                yield
+                async with self._hold(conn) if self._hold is not None else nullcontext():
+                    yield
             finally:
                 # Shielded: a cancelled request must still give the thread back. (Were
                 # the unlock lost anyway, returning the connection to the pool resets it,

@@ -98,15 +98,36 @@ def wallet_empty_reply(specialist: AgentSpec, channel: Channel) -> str:
 
 @dataclass(slots=True)
 class _Turn:
-    """What every run of one turn shares."""
+    """What every run of one turn shares, and what it wrote: the turn's response is built
+    from these rather than read back, and the thread is read once per turn (the turn holds
+    the thread, so nobody else writes to it meanwhile)."""
 
     person: Person
     channel: Channel
     zone: ZoneInfo
     origin: Message
+    # Every run in the order it started, each replaced by its finished row when it ends.
     runs: list[Run] = field(default_factory=list)
+    # The origin and every message the turn's runs wrote, in seq order.
+    written: list[Message] = field(default_factory=list)
+    # The newest messages of the thread, read at the turn's first run, then kept up to date.
+    recent: list[Message] | None = None
     # Looked up once per turn, for the message that started it.
     facts: tuple[str, ...] | None = None
+
+    def wrote(self, message: Message) -> None:
+        self.written.append(message)
+        if self.recent is not None:
+            self.recent = [*self.recent, message][-_HISTORY_ROWS_MAX:]
+
+    def started(self, run: Run) -> None:
+        self.runs.append(run)
+
+    def finished(self, run: Run) -> None:
+        self.runs = [run if r.id == run.id else r for r in self.runs]
+
+    def result(self) -> TurnResult:
+        return TurnResult(messages=list(self.written), runs=list(self.runs))
 
 
 class _Recorder:
@@ -194,11 +215,11 @@ class Turns:
             message = await self._threads.append(
                 person.id, author="human", text=text, channel=channel, client_id=client_id
             )
-            turn = _Turn(person=person, channel=channel, zone=zone, origin=message)
+            turn = _Turn(person=person, channel=channel, zone=zone, origin=message, written=[message])
             _, reply = await self._run(
                 turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
             )
-        result = await self._result(person, message)
+        result = turn.result()
         if channel == "text":
             return result
         return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
@@ -221,12 +242,14 @@ class Turns:
                 message = await self._threads.append(
                     person.id, author=POSTERA, text=text[:TEXT_CHARS_MAX], channel=channel, client_id=client_id
                 )
+            turn: _Turn | None = None
             if not await self._runs.of_origin(person.id, message.id):
                 if not await self._wallet.has_balance(person.id):
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
-                turn = _Turn(person=person, channel=channel, zone=zone, origin=message)
+                turn = _Turn(person=person, channel=channel, zone=zone, origin=message, written=[message])
                 _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
-        result = await self._result(person, message)
+        # A wake that ran now answers from what it wrote; a repeated one reads the first's.
+        result = turn.result() if turn is not None else await self._result(person, message)
         lead = next((r for r in result.runs if r.parent_run_id is None), None)
         # What the person reads first: the last thing the wake wrote (Ava's reply, or a
         # specialist's when she stayed silent after it), never her bare handoff tag.
@@ -244,7 +267,9 @@ class Turns:
         return TurnResult(messages=messages, runs=runs)
 
     async def _history(self, turn: _Turn, pinned: Sequence[Message]) -> tuple[list[ThreadMessage], datetime | None]:
-        recent = await self._threads.page(turn.person.id, before=None, after=None, limit=_HISTORY_ROWS_MAX)
+        if turn.recent is None:  # once per turn; `_Turn.wrote` adds what the turn writes after
+            turn.recent = await self._threads.page(turn.person.id, before=None, after=None, limit=_HISTORY_ROWS_MAX)
+        recent = turn.recent
         known = {m.id for m in recent}
         rows = recent + [m for m in pinned if m.id not in known]
         messages = [ThreadMessage(m.id, m.seq, m.author, m.text, m.created_at) for m in rows]
@@ -260,6 +285,7 @@ class Turns:
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
+            turn.wrote(handoff)
             child, reply = await self._run(
                 turn, agent=specialist, trigger="ava", parent=run.id, trigger_message=handoff
             )
@@ -295,13 +321,15 @@ class Turns:
         """The reply as the thread keeps it: on a call, Ava's emotion tags become metadata
         and never stay in the text; an all-tags reply is no message at all."""
         if turn.channel == "text" or agent.role != "lead":
-            await self._threads.append(
-                turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id
+            turn.wrote(
+                await self._threads.append(
+                    turn.person.id, author=agent.name, text=reply, channel=turn.channel, run_id=run.id
+                )
             )
             return
         spoken = parse_spoken(reply)
         if spoken.text:
-            await self._threads.append(
+            message = await self._threads.append(
                 turn.person.id,
                 author=agent.name,
                 text=spoken.text,
@@ -309,6 +337,7 @@ class Turns:
                 run_id=run.id,
                 emotions=spoken.emotions,
             )
+            turn.wrote(message)
 
     async def _attempt(
         self, turn: _Turn, *, agent: AgentSpec, run: Run, trigger: Trigger, trigger_message: Message
@@ -362,6 +391,7 @@ class Turns:
             origin_message_id=turn.origin.id,
             channel=turn.channel,
         )
+        turn.started(run)
         reply, error = await self._attempt(turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message)
         if reply:
             await self._write_reply(turn, agent, run, reply)
@@ -371,6 +401,7 @@ class Turns:
             error_code=error[0] if error else None,
             error_detail=error[1] if error else None,
         )
+        turn.finished(finished)
         log.info(
             "run finished",
             extra={

@@ -4,6 +4,6 @@ receive an `asyncpg.Pool` from `main.py`."""
 
 from database.embedded import EmbeddedPostgres
 from database.migrations import MIGRATION_SOURCES, apply_migrations
-from database.pool import create_pool
+from database.pool import TurnPool, create_pool, holding
 
-__all__ = ["MIGRATION_SOURCES", "EmbeddedPostgres", "apply_migrations", "create_pool"]
+__all__ = ["MIGRATION_SOURCES", "EmbeddedPostgres", "TurnPool", "apply_migrations", "create_pool", "holding"]

@@ -1,10 +1,33 @@
-"""One asyncpg pool per process, with JSON codecs so JSONB columns read as Python values."""
+"""One asyncpg pool per process, with JSON codecs so JSONB columns read as Python values;
+and `TurnPool`, the pool a turn's stores are given, which runs a turn's statements on the
+connection that already holds the person's thread lock.
+
+Why: a turn used to check a connection out of the pool for every statement (about 45 per
+home request), and each check-in costs a round trip of its own (asyncpg resets the
+connection). The turn already holds one connection for its whole length, the one its
+advisory lock lives on (chat.threads), so its statements can run there. `holding(conn)`
+marks that connection for the current task and the tasks it starts (a context variable:
+the detached charges of its model calls inherit it); `TurnPool` uses it while it is
+marked, and the real pool otherwise (API reads, workers, another person's turn). Uses of
+the held connection are serialised, so a charge still finishing when the turn ends is
+waited for before the lock is given back, and nothing runs on it afterwards.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, cast
 
 import asyncpg
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+    Conn = asyncpg.Connection | PoolConnectionProxy[Any]
 
 
 def _encode(value: object) -> str:
@@ -21,3 +44,88 @@ async def create_pool(url: str, *, size_max: int) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(url, min_size=1, max_size=size_max, init=_init_connection, command_timeout=60)
     assert pool is not None
     return pool
+
+
+class _Held:
+    """One connection a task holds, lent to that task's statements one at a time."""
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+        self.open = True
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+
+    @contextlib.asynccontextmanager
+    async def use(self, pool: asyncpg.Pool) -> AsyncIterator[Conn]:
+        task = asyncio.current_task()
+        if self._owner is not None and self._owner is task:
+            yield self.conn  # a statement inside another's block, on the same task: same connection
+            return
+        async with self._lock:
+            if self.open:
+                self._owner = task
+                try:
+                    yield self.conn
+                finally:
+                    self._owner = None
+                return
+        async with pool.acquire() as conn:  # the turn ended while this waited
+            yield conn
+
+    async def close(self) -> None:
+        async with self._lock:
+            self.open = False
+
+
+_HELD: ContextVar[_Held | None] = ContextVar("avagenc_held_connection", default=None)
+
+
+@contextlib.asynccontextmanager
+async def holding(conn: Conn) -> AsyncIterator[None]:
+    """Run the statements a `TurnPool` gets from this task (and tasks it starts) on `conn`,
+    until the block ends; on the way out, wait for the one in flight, if any."""
+    held = _Held(conn)
+    token = _HELD.set(held)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+        await asyncio.shield(held.close())
+
+
+class TurnPool:
+    """The pool's interface (what the stores use of it) over a real pool, running the
+    statements of a task inside `holding` on the held connection."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    def acquire(self) -> contextlib.AbstractAsyncContextManager[Conn]:
+        held = _HELD.get()
+        if held is None or not held.open:
+            return cast("contextlib.AbstractAsyncContextManager[Conn]", self._pool.acquire())
+        return held.use(self._pool)
+
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        async with self.acquire() as conn:
+            return await conn.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        async with self.acquire() as conn:
+            return await conn.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: object, column: int = 0) -> Any:
+        async with self.acquire() as conn:
+            return await conn.fetchval(query, *args, column=column)
+
+    async def execute(self, query: str, *args: object) -> str:
+        async with self.acquire() as conn:
+            return await conn.execute(query, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (release, get_max_size, close...) is the real pool's.
+        return getattr(self._pool, name)
+
+    def as_pool(self) -> asyncpg.Pool:
+        """Typed as the pool the stores are written against (they use only the above)."""
+        return cast(asyncpg.Pool, self)

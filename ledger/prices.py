@@ -7,10 +7,20 @@ with a later `valid_from`, and each receipt names the row it was billed at.
 Billing follows SPEC §11: input is prompt + tool-use prompt, of which the cached part is
 billed at the cached rate; output includes thinking; a call with any usage costs at
 least 1 µRp (so its receipt still records the usage); a call with none costs nothing.
+
+`PriceBook` keeps the rows it has read in process: a turn charges several model calls, and
+reading the same append-only rows for each was a round trip per call. Because rows are
+never edited, a cached row stays right forever; what the cache can miss is a row added
+since it read, so it reads a model's rows again once they are `refresh_s` old, and at once
+after `add` in this process. So a price meant for every server process from its first
+moment is added at least `PRICE_REFRESH_S` before its `valid_from` (the migrations' rows
+are there before any process reads).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Protocol
@@ -20,13 +30,10 @@ import asyncpg
 from ledger.errors import PriceMissing
 
 _COLUMNS = "id, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from"
-# The model's own newest row valid at $2, else the newest '*' row valid then.
-_PRICE_FOR_SQL = f"""
-SELECT {_COLUMNS} FROM prices
-WHERE model IN ($1, '*') AND valid_from <= $2
-ORDER BY model = $1 DESC, valid_from DESC
-LIMIT 1
-"""
+# Every row that can price the model: its own and the default's ('*').
+_ROWS_FOR_SQL = f"SELECT {_COLUMNS} FROM prices WHERE model IN ($1, '*')"
+# How long a process bills from the price rows it has read before reading them again.
+PRICE_REFRESH_S = 60.0
 _ADD_SQL = f"""
 INSERT INTO prices (model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from)
 VALUES ($1, $2, $3, $4, $5)
@@ -112,18 +119,39 @@ def _price(row: asyncpg.Record) -> Price:
     )
 
 
-class PriceBook:
-    """The `prices` table."""
+def pick(rows: list[Price], model: str, at: datetime) -> Price | None:
+    """The model's own newest row valid at `at`, else the newest default ('*') row valid then."""
+    valid = [p for p in rows if p.model in (model, "*") and p.valid_from <= at]
+    return max(valid, key=lambda p: (p.model == model, p.valid_from), default=None)
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+
+class PriceBook:
+    """The `prices` table, read once per model and kept (see the module doc)."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, *, refresh_s: float = PRICE_REFRESH_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._pool = pool
+        self._refresh_s = refresh_s
+        self._clock = clock
+        # model -> (when read, its rows and the default's)
+        self._rows: dict[str, tuple[float, list[Price]]] = {}
 
     async def price_for(self, model: str, at: datetime) -> Price:
         assert at.tzinfo is not None, "prices are looked up at an aware time"
-        row = await self._pool.fetchrow(_PRICE_FOR_SQL, model, at)
-        if row is None:
+        price = pick(await self._rows_for(model), model, at)
+        if price is None:
             raise PriceMissing(f"no price for {model!r} (nor a default) was valid at {at.isoformat()}")
-        return _price(row)
+        return price
+
+    async def _rows_for(self, model: str) -> list[Price]:
+        now = self._clock()
+        cached = self._rows.get(model)
+        if cached is not None and now - cached[0] < self._refresh_s:
+            return cached[1]
+        rows = [_price(r) for r in await self._pool.fetch(_ROWS_FOR_SQL, model)]
+        self._rows[model] = (now, rows)
+        return rows
 
     async def add(
         self,
@@ -140,4 +168,5 @@ class PriceBook:
             _ADD_SQL, model, input_per_mtok_idr, cached_input_per_mtok_idr, output_per_mtok_idr, valid_from
         )
         assert row is not None
+        self._rows.clear()  # this process bills from the new row at once
         return _price(row)
