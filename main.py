@@ -318,7 +318,7 @@ def build_knowledge(
         knowledge=knowledge,
         batch_max=settings.knowledge_batch_max,
         poll_s=settings.knowledge_poll_s,
-        # Never beside a reply: a person is read once their turn has ended (start_learning).
+        # Never beside a reply: a person is read once their turn has ended (Threads.on_idle).
         busy=threads.busy if threads is not None else (lambda _person_id: False),
     )
     if threads is not None:

@@ -13,6 +13,7 @@ reads grows as its tools land and never runs ahead of them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -151,6 +152,12 @@ def render_persona(persona: str, tools: Collection[str]) -> str:
     """A persona or layer as the agent reads it: a line tagged `{tools: a, b}` stays only
     when the agent has every tool named, `{tools: none}` only when it has no tools at all,
     and `{without: a}` only when it lacks them; the tags themselves never reach the model."""
+    return _rendered(persona, frozenset(tools))
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(persona: str, tools: frozenset[str]) -> str:
+    # The same few personas and layers with the same tools, run after run: rendered once each.
     kept = "\n".join(_TAG.sub("", line) for line in persona.splitlines() if _keeps(line, tools))
     return re.sub(r"\n{3,}", "\n\n", kept).strip()  # a dropped section leaves no gap
 

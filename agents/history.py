@@ -62,12 +62,23 @@ def display_name(author: str, person_name: str) -> str:
 
 
 def to_contents(
-    messages: Sequence[ThreadMessage], *, agent_name: str, person_name: str, time_zone: ZoneInfo
+    messages: Sequence[ThreadMessage],
+    *,
+    agent_name: str,
+    person_name: str,
+    time_zone: ZoneInfo,
+    rendered: dict[str, str] | None = None,
 ) -> list[Content]:
-    """History lines as the agent sees them: its own messages are its turns, all else is input."""
+    """History lines as the agent sees them: its own messages are its turns, all else is input.
+
+    A line does not depend on which agent reads it (only its role does), so a turn passes
+    one `rendered` map (message id -> line) to all its runs and each line is formatted once."""
+    lines = rendered if rendered is not None else {}
     contents: list[Content] = []
     for m in messages:
-        stamp = m.created_at.astimezone(time_zone).strftime("%Y-%m-%d %H:%M")
-        line = f"[{stamp} {display_name(m.author, person_name)}] {m.text}"
+        line = lines.get(m.id)
+        if line is None:
+            stamp = m.created_at.astimezone(time_zone).strftime("%Y-%m-%d %H:%M")
+            line = lines[m.id] = f"[{stamp} {display_name(m.author, person_name)}] {m.text}"
         contents.append(Content(role="model" if m.author == agent_name else "user", text=line))
     return contents

@@ -6,6 +6,7 @@ another product unchanged; this module only lists them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
@@ -24,7 +25,13 @@ class AgentSpec:
     @property
     def persona(self) -> str:
         """The agent's own instruction: persona, domain rules and tool guidance."""
-        return resources.files(f"agents.{self.name}").joinpath("persona.txt").read_text("utf-8").strip()
+        return _persona_text(self.name)
+
+
+@functools.cache
+def _persona_text(name: str) -> str:
+    # A packaged file that never changes while the process runs: read once, not per run.
+    return resources.files(f"agents.{name}").joinpath("persona.txt").read_text("utf-8").strip()
 
 
 # Descriptions name each member's domain only: what a member can really do depends on the

@@ -48,8 +48,22 @@ def _member_line(name: str, domain: str, specs: Sequence[ToolSpec], *, lead: boo
     return f"- {AGENTS[name].display_name} ({domain}): {said}. Tools: {names}."
 
 
+# The last team rendered and its layer: a deployment's team is one object (Turns keeps
+# the toolbox's), so every lead run after the first reuses the text instead of rebuilding it.
+_last: tuple[Team, str] | None = None
+
+
 def team_layer(team: Team) -> str:
     """The lead's view of what everyone can really do, one line per member."""
+    global _last
+    if _last is not None and _last[0] is team:
+        return _last[1]
+    text = _team_layer(team)
+    _last = (team, text)
+    return text
+
+
+def _team_layer(team: Team) -> str:
     lines = [
         HEADER,
         "What each member can really do in this deployment, from the tools each one has. Promise only this. "

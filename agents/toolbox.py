@@ -58,10 +58,12 @@ DESCRIBING = RunContext(
 class Toolbox:
     def __init__(self) -> None:
         self._factories: dict[str, list[ToolFactory]] = {name: [] for name in AGENTS}
+        self._team: dict[str, tuple[ToolSpec, ...]] | None = None
 
     def register(self, agent: str, factory: ToolFactory) -> None:
         assert agent in self._factories, f"unknown agent {agent!r}"
         self._factories[agent].append(factory)
+        self._team = None
 
     def tools_for(self, agent: str, context: RunContext) -> list[Tool]:
         tools = [tool for factory in self._factories[agent] for tool in factory(context)]
@@ -74,8 +76,13 @@ class Toolbox:
         return [t.spec for t in self.tools_for(agent, DESCRIBING)]
 
     def team(self) -> dict[str, tuple[ToolSpec, ...]]:
-        """Every agent's tools in this deployment: what the team layer and personas may promise."""
-        return {name: tuple(self.specs_for(name)) for name in self._factories}
+        """Every agent's tools in this deployment: what the team layer and personas may promise.
+
+        Built once and kept until a tool is registered: one object for every run, so the
+        lead's team layer is rendered once too (agents.team.team_layer). Read it, never change it."""
+        if self._team is None:
+            self._team = {name: tuple(self.specs_for(name)) for name in self._factories}
+        return self._team
 
     def has_tools(self, agent: str) -> bool:
         return bool(self._factories[agent])

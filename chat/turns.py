@@ -112,6 +112,8 @@ class _Turn:
     written: list[Message] = field(default_factory=list)
     # The newest messages of the thread, read at the turn's first run, then kept up to date.
     recent: list[Message] | None = None
+    # Each history line as the agents read it, formatted once per turn (message id -> line).
+    rendered: dict[str, str] = field(default_factory=dict)
     # Looked up once per turn, for the message that started it.
     facts: tuple[str, ...] | None = None
 
@@ -353,7 +355,9 @@ class Turns:
             facts=await self._facts_of(turn),
         )
         system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
-        contents = to_contents(history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone)
+        contents = to_contents(
+            history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone, rendered=turn.rendered
+        )
         try:
             outcome = await run_agent(
                 model=self._model,
