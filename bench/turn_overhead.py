@@ -5,10 +5,11 @@ Zee calls `send_commands` on `sbx-light-bedroom`, says "Done.", and Ava stays si
 scripted model answers instantly, so what is left is the product's own cost: HTTP,
 routing, prompts, the tool loop, the thread, runs, events and wallet charges. The baseline
 (`POST /bench/baseline`, see `bench.overhead_server`) does the same statements in the same
-transactions with the same pool check-outs and per-person lock, written plainly; a trace
-of all kinds in every run proves they still match, so the gap is the product's code alone.
-A second baseline runs those statements on one connection per request, which prices the
-product's check-out per statement (the target is measured against the first).
+transactions with the same pool check-outs and per-person lock (the turn's statements on the
+lock's connection, as the product runs them), written plainly; a trace of all kinds in every
+run proves they still match, so the gap is the product's code alone. A second baseline runs
+every statement on one connection per request, which prices the few check-outs left (the
+person, the wallet guard, the knowledge lookup); the target is measured against the first.
 
 The learning worker (chat.learning) is background work off the reply's path: it reads
 each new message into the knowledge graph after the turn. The bench server stops it, so
@@ -505,7 +506,8 @@ def parse_args() -> argparse.Namespace:
 
 async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     levels = [int(n) for n in args.levels.split(",")]
-    # A turn holds one pooled connection for its lock and needs a second for its work.
+    # A turn holds a lock connection (its statements run there) and briefly borrows others
+    # for the person, the guard and the knowledge lookup; twice the people leaves room.
     pool_max = args.pool_max or 2 * max(levels)
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="avagenc-bench-server-"))
