@@ -626,7 +626,11 @@ def latencies_s(turns: list[Turn]) -> list[float]:
 def summary_table(solo: list[Turn], crowd: list[Turn], floor: Floor, calls: int) -> list[str]:
     solo_p50, solo_p95 = quantiles_ms(latencies_s(solo))
     crowd_p50, crowd_p95 = quantiles_ms(latencies_s(crowd))
-    share_p50, share_p95 = quantiles_ms(spans_s(solo, "transcript", "first_write"))
+    # The server's share starts when the pipeline has decided the person finished: the later
+    # of the final transcript and the speech timeout (a configured wait, like stop_secs).
+    # While Whisper was slower than the timeout the two were the same moment.
+    share_p50, share_p95 = quantiles_ms(spans_s(solo, "turn_end", "first_write"))
+    from_transcript_p50, from_transcript_p95 = quantiles_ms(spans_s(solo, "transcript", "first_write"))
     proxy_p50, proxy_p95 = quantiles_ms(spans_s(solo, "transcript_event", "first_loud"))
     alone = [f for f in (floor.of(t) for t in solo) if f is not None]
     inside = [f for f in (floor.in_server(t) for t in solo) if f is not None]
@@ -635,7 +639,7 @@ def summary_table(solo: list[Turn], crowd: list[Turn], floor: Floor, calls: int)
     today_ratio = solo_p50 / today_p50 if today_p50 == today_p50 and solo_p50 == solo_p50 else float("nan")
     inside_p50, inside_p95 = quantiles_ms(inside)
     share_n, proxy_n = (
-        len(spans_s(solo, "transcript", "first_write")),
+        len(spans_s(solo, "turn_end", "first_write")),
         len(spans_s(solo, "transcript_event", "first_loud")),
     )
     return [
@@ -644,9 +648,11 @@ def summary_table(solo: list[Turn], crowd: list[Turn], floor: Floor, calls: int)
         f"| end of speech -> first reply audio, 1 call | {len(latencies_s(solo))} | {ms(solo_p50)} "
         f"| {ms(solo_p95)} | p50 <= {TARGET_P50_MS:.0f} ms, p95 <= {TARGET_P95_MS:.0f} ms "
         f"| {verdict(max(solo_p50 / TARGET_P50_MS, solo_p95 / TARGET_P95_MS), 1.0)} |",
-        f"| server's share: final transcript -> first audio write (server-side), 1 call | {share_n} "
-        f"| {ms(share_p50)} | {ms(share_p95)} | p95 <= {TARGET_SERVER_P95_MS:.0f} ms "
-        f"| {verdict(share_p95, TARGET_SERVER_P95_MS)} |",
+        f"| server's share: user turn ends (transcript in, speech timeout over) -> first audio write "
+        f"(server-side), 1 call | {share_n} | {ms(share_p50)} | {ms(share_p95)} "
+        f"| p95 <= {TARGET_SERVER_P95_MS:.0f} ms | {verdict(share_p95, TARGET_SERVER_P95_MS)} |",
+        f"| the same from the final transcript (includes the rest of the speech timeout) | {share_n} "
+        f"| {ms(from_transcript_p50)} | {ms(from_transcript_p95)} | | |",
         f"| server's share, client proxy: user transcript event -> first reply audio, 1 call | {proxy_n} "
         f"| {ms(proxy_p50)} | {ms(proxy_p95)} | p95 <= {TARGET_SERVER_P95_MS:.0f} ms "
         f"| {verdict(proxy_p95, TARGET_SERVER_P95_MS)} |",

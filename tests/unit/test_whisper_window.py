@@ -34,6 +34,7 @@ def test_the_window_is_at_least_ten_seconds_with_a_second_of_room(seconds: float
         ("Yori is playing some jazz. Yori is playing some", "Yori is playing some jazz."),
         ("No. No. No.", "No."),
         ("What can you do? What can you do?", "What can you do?"),
+        ("Turn on the living room light Turn on the living room light Turn on the", "Turn on the living room light"),
     ],
 )
 def test_a_sentence_repeated_whole_or_cut_short_is_kept_once(heard: str, meant: str) -> None:
@@ -46,6 +47,10 @@ def test_a_sentence_repeated_whole_or_cut_short_is_kept_once(heard: str, meant: 
         "Turn on the light. Then turn off the heater.",
         "Thank you. Thanks a lot!",
         "Play jazz. Play it louder.",  # starts alike, says something else
+        "I think I",
+        "Bye bye.",
+        "That is very very good.",
+        "Turn on the, turn on the light.",
         "",
     ],
 )

@@ -23,7 +23,7 @@ CTranslate2's encoder accepts a shorter one, so an utterance is heard through a 
 longer than itself, at least `SHORT_WINDOW_MIN_S` (10 s): 3.4x faster on this machine with
 the same words heard on 24 test clips. Below 10 s Whisper, trained on 30 s windows, starts
 to repeat itself ("No. No. No."); the decoder is also capped at a length the audio could
-hold, and a sentence said twice in a row is kept once. Utterances longer than the model's
+hold, and words that only repeat one phrase to the end are kept once. Utterances longer than the model's
 window take faster-whisper's own path, which also splits them.
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import re
 import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -224,24 +223,23 @@ def _tokenizer(model: WhisperModel, language: str) -> Tokenizer:
     return tokenizer
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def _without_repeats(text: str) -> str:
-    """Whisper's loop on short windows undone: a sentence that repeats the one before it,
-    whole or cut short by the length cap ("Yori is playing ... room. Yori is playing some"),
-    is dropped."""
-    kept: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
-        words = _words(sentence)
-        if kept and words and _words(kept[-1])[: len(words)] == words:
-            continue
-        kept.append(sentence)
-    return " ".join(kept)
+    """Whisper's loop on short windows undone: when the words are one phrase said over and
+    over, the last time cut short by the length cap ("Turn on the light. Turn on the light.
+    Turn on the"), the phrase is kept once. Only a repeat of the whole text counts, and at
+    least two words of it ("I think I" stays), so a person's own repetitions inside what
+    they say ("very very good", "turn on the, turn on the light") are kept."""
+    tokens = [t for t in text.split() if _word(t)]
+    words = [_word(t) for t in tokens]
+    for period in range(1, len(words) - 1):
+        repeated = len(words) - period
+        if repeated >= 2 and all(words[i] == words[i - period] for i in range(period, len(words))):
+            return " ".join(tokens[:period]).rstrip(",;:")
+    return text
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\w']+", text.lower())
+def _word(token: str) -> str:
+    return "".join(c for c in token.lower() if c.isalnum() or c == "'")
 
 
 def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
