@@ -24,7 +24,14 @@ from pipecat.tests.utils import run_test
 
 from agents import EMOTIONS
 from tests.fakes.acoustics import Sound, measure
-from voice.engines.hibari import HIBARI_RATE, HibariTTSService, is_indonesian, preload_hibari, synthesize_neural
+from voice.engines.hibari import (
+    HIBARI_RATE,
+    HibariTTSService,
+    is_indonesian,
+    preload_hibari,
+    speak_neural,
+    synthesize_neural,
+)
 from voice.engines.whisper import transcribe_pcm16
 from voice.prosody import emotion_to_ssml, read_segment, segment_ssml, strip_stray_tags, text_type_for
 
@@ -68,6 +75,17 @@ async def test_the_neural_voice_speaks_a_sentence_whisper_understands() -> None:
     assert requests == [segment_ssml("Done, the bedroom light is on.", "relieved")]
     heard = transcribe_pcm16(b"".join(f.audio for f in audio)).lower()
     assert all(word in heard for word in ("done", "bedroom", "light", "on")), heard
+    # Spoken in two parts, but sent as one even stream: whole 40 ms chunks up to the last.
+    assert {len(f.audio) for f in audio[:-1]} == {int(16_000 * 0.04) * 2}
+
+
+async def test_a_long_sentence_is_synthesised_first_clause_first() -> None:
+    parts = [p async for p in speak_neural(segment_ssml("Done, the bedroom light is on.", "relieved"))]
+    assert [last for _, last in parts] == [False, True]
+    head = transcribe_pcm16(await _to_16k(parts[0][0], HIBARI_RATE)).lower()
+    assert "done" in head and "bedroom" not in head, head
+    short = [p async for p in speak_neural(segment_ssml("Okay, done.", None))]
+    assert len(short) == 1  # too little after the comma to be worth a part of its own
 
 
 @pytest.mark.parametrize("emotion", EMOTIONS)

@@ -33,7 +33,7 @@ from pipecat.tests.utils import run_test
 from pipecat.transcriptions.language import Language
 
 from voice.engines.espeak import EspeakTTSService, synthesize
-from voice.engines.whisper import WhisperSTTService, preload_whisper, transcribe_pcm16
+from voice.engines.whisper import WhisperSTTService, preload_whisper, transcribe_full_window, transcribe_pcm16
 from voice.prosody import emotion_to_ssml, segment_ssml, strip_stray_tags, text_type_for
 
 COMMAND = "turn on the bedroom light"
@@ -142,6 +142,25 @@ async def test_whisper_transcribes_pcm_directly() -> None:
     text = transcribe_pcm16(pcm).lower()
     assert "bedroom" in text and "light" in text
     assert transcribe_pcm16(bytes(32_000)) == ""  # a second of silence invents nothing
+
+
+async def test_the_short_window_hears_what_the_full_window_hears() -> None:
+    """The product's window just longer than the speech against faster-whisper's 30 s one."""
+    for said in (COMMAND, "what can you do", "open the living room curtain please"):
+        pcm = await _pcm16_16k(said)
+        short, full = transcribe_pcm16(pcm), transcribe_full_window(pcm)
+        assert _words(short) == _words(full), (short, full)
+
+
+async def test_an_utterance_longer_than_the_window_is_heard_whole() -> None:
+    """Past 29 s the short window would cut it; faster-whisper's path splits it instead."""
+    pcm = await _pcm16_16k(COMMAND)
+    long = pcm + bytes(2 * 16_000 * 30) + pcm  # the command, half a minute of quiet, the command
+    assert _words(transcribe_pcm16(long)).count("bedroom") == 2
+
+
+def _words(text: str) -> list[str]:
+    return "".join(c for c in text.lower() if c.isalnum() or c == " ").split()
 
 
 async def test_whisper_service_transcribes_one_vad_segment() -> None:

@@ -20,6 +20,11 @@ writes (`read_segment`) and applies them itself:
 - pause: the model's own silence around the sentence is trimmed, then the emotion's
   pause follows it.
 
+A long sentence is spoken in two parts: its first clause ("Done,") is synthesised and
+sent first, and the rest is synthesised while that plays. Synthesis time grows with the
+text, so the person hears the first words sooner (the server's share of a turn's wait);
+the clause ends on a short comma pause, as a speaker would make it.
+
 Indonesian sentences (the reply's words tell, `agents.detect_language`) are spoken by
 espeak-ng's Indonesian voice: the neural voice speaks English only. One model per
 process, loaded on first use (or early, from a background thread, via `preload_hibari`);
@@ -29,8 +34,10 @@ synthesis runs in a worker thread under a lock so the event loop never waits on 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import re
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,6 +76,11 @@ LEAD_S = 0.02
 TAIL_S = 0.05
 SILENCE_LEVEL = 0.003
 INDONESIAN_ESPEAK_VOICE = "id"
+# The first clause is spoken on its own only when the rest is long enough to be worth
+# waiting for; the pause after it is a comma's, shorter than any emotion's sentence pause.
+CLAUSE_MARK = re.compile(r"(?<=\w)[,;:](?=\s)")
+REST_WORDS_MIN = 4
+CLAUSE_PAUSE_MS = 90
 
 _model: Hibari | None = None
 _lock = threading.Lock()
@@ -144,12 +156,29 @@ def pcm16(samples: np.ndarray) -> bytes:
     return bytes((np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes())
 
 
+def clauses(segment: SpokenSegment) -> list[SpokenSegment]:
+    """The sentence as it is synthesised: its first clause apart when the rest is long."""
+    mark = CLAUSE_MARK.search(segment.text)
+    if mark is None:
+        return [segment]
+    head, rest = segment.text[: mark.end()], segment.text[mark.end() :].strip()
+    if len(rest.split()) < REST_WORDS_MIN:
+        return [segment]
+    return [dataclasses.replace(segment, text=head, pause_ms=CLAUSE_PAUSE_MS), dataclasses.replace(segment, text=rest)]
+
+
+async def speak_neural(text: str, *, timeout_s: float = SYNTHESIS_TIMEOUT_S) -> AsyncIterator[tuple[bytes, bool]]:
+    """Speak one (SSML) sentence with the neural voice, part by part as each is ready:
+    (PCM16 mono at HIBARI_RATE, whether it is the last part). The timeout covers the sentence."""
+    parts = clauses(read_segment(text))
+    async with asyncio.timeout(timeout_s):
+        for index, part in enumerate(parts):
+            yield pcm16(await asyncio.to_thread(speak_segment, part)), index == len(parts) - 1
+
+
 async def synthesize_neural(text: str, *, timeout_s: float = SYNTHESIS_TIMEOUT_S) -> tuple[bytes, int]:
     """Speak one (SSML) sentence with the neural voice; PCM16 mono and its rate."""
-    segment = read_segment(text)
-    async with asyncio.timeout(timeout_s):
-        samples = await asyncio.to_thread(speak_segment, segment)
-    return pcm16(samples), HIBARI_RATE
+    return b"".join([part async for part, _ in speak_neural(text, timeout_s=timeout_s)]), HIBARI_RATE
 
 
 def is_indonesian(text: str, language: object) -> bool:
@@ -186,19 +215,31 @@ class HibariTTSService(TTSService):
         return str(language).split("-")[0].lower()
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
-        try:
-            if is_indonesian(text, self._settings.language):
-                pcm, rate = await synthesize(text, voice=INDONESIAN_ESPEAK_VOICE)
-            else:
-                pcm, rate = await synthesize_neural(text)
-        except (EspeakError, TimeoutError) as exc:
-            yield ErrorFrame(error=f"speech synthesis failed: {exc or 'timed out'}")
-            return
         # Usage counts what is heard, not the SSML around it.
         await self.start_tts_usage_metrics(read_segment(text).text)
         resampler = create_stream_resampler()
-        audio = await resampler.resample(pcm, rate, self.sample_rate) + await resampler.flush()
         chunk_bytes = max(2, int(self.sample_rate * CHUNK_S) * 2)
-        for start in range(0, len(audio), chunk_bytes):
-            await self.stop_ttfb_metrics()
-            yield TTSAudioRawFrame(audio[start : start + chunk_bytes], self.sample_rate, 1, context_id=context_id)
+        pending = b""  # resampled audio short of a whole chunk, sent with the next part
+        try:
+            async for pcm, rate, last in self._parts(text):
+                audio = pending + await resampler.resample(pcm, rate, self.sample_rate)
+                if last:
+                    audio += await resampler.flush()
+                whole = len(audio) if last else len(audio) - len(audio) % chunk_bytes
+                audio, pending = audio[:whole], audio[whole:]
+                for start in range(0, len(audio), chunk_bytes):
+                    await self.stop_ttfb_metrics()
+                    yield TTSAudioRawFrame(
+                        audio[start : start + chunk_bytes], self.sample_rate, 1, context_id=context_id
+                    )
+        except (EspeakError, TimeoutError) as exc:
+            yield ErrorFrame(error=f"speech synthesis failed: {exc or 'timed out'}")
+
+    async def _parts(self, text: str) -> AsyncIterator[tuple[bytes, int, bool]]:
+        """(PCM16, rate, whether it is the sentence's last part), as each part is ready."""
+        if is_indonesian(text, self._settings.language):
+            pcm, rate = await synthesize(text, voice=INDONESIAN_ESPEAK_VOICE)
+            yield pcm, rate, True
+            return
+        async for part, last in speak_neural(text):
+            yield part, HIBARI_RATE, last
