@@ -15,7 +15,9 @@ holds a pool connection that turns need.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
@@ -25,6 +27,7 @@ from voice.errors import CallInProgress
 _TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('call:' || $1, 0))"
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('call:' || $1, 0))"
 CONNECT_TIMEOUT_S = 10.0
+RETRY_S = 0.1  # how often a waiting call tries the lock again
 
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
@@ -43,12 +46,16 @@ class CallSlots:
         return cls(connect)
 
     @contextlib.asynccontextmanager
-    async def hold(self, person_id: str) -> AsyncIterator[None]:
-        """Hold the slot while the block runs; `CallInProgress` if another process holds it."""
+    async def hold(self, person_id: str, *, wait_s: float = 0.0) -> AsyncIterator[None]:
+        """Hold the slot while the block runs; `CallInProgress` if another process still
+        holds it after `wait_s` (a call that just ended elsewhere may be letting go)."""
         conn = await self._connect()
         try:
-            if not await conn.fetchval(_TRY_LOCK_SQL, person_id):
-                raise CallInProgress("You are already on a call.")
+            deadline = time.monotonic() + wait_s
+            while not await conn.fetchval(_TRY_LOCK_SQL, person_id):
+                if time.monotonic() >= deadline:
+                    raise CallInProgress("You are already on a call.")
+                await asyncio.sleep(RETRY_S)
             try:
                 yield
             finally:

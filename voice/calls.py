@@ -5,6 +5,11 @@ A person has at most one live call and a process at most `per_process_max`; a ca
 lasts at most `duration_max_s`, and after `idle_s / 2` of silence Ava asks whether the
 person is still there, hanging up at `idle_s`. Turns from a call run detached from the
 call itself: a caller who vanishes mid-sentence never leaves a half-written turn.
+
+Someone who hangs up and calls straight back reaches the server while their last call is
+still letting go (its pipeline ends a few milliseconds after the socket closes): a new
+call waits up to `handover_s` for the person's previous one, here and in other processes,
+before it is refused as a second call.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ class CallLimits:
     frame_bytes_max: int = 64 * 1024
     per_process_max: int = 16
     start_timeout_s: float = 10.0
+    # How long a new call waits for the person's previous call to let go before refusing.
+    handover_s: float = 2.0
 
 
 # Ends a live call for a reason, with a spoken goodbye where the call can still speak.
@@ -72,7 +79,7 @@ class Call:
 class CallSlot(Protocol):
     """Holds a person's one call slot beyond this process (see `voice.call_slots`)."""
 
-    def hold(self, person_id: str) -> contextlib.AbstractAsyncContextManager[None]: ...
+    def hold(self, person_id: str, *, wait_s: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]: ...
 
 
 class CallRegistry:
@@ -81,6 +88,7 @@ class CallRegistry:
     def __init__(self, limits: CallLimits) -> None:
         self.limits = limits
         self._calls: dict[str, Call] = {}
+        self._released: dict[str, asyncio.Event] = {}  # set when that person's call has let go
         self._empty = asyncio.Event()
         self._empty.set()
         # Set by the composition root to make "one call per person" hold across instances.
@@ -112,22 +120,37 @@ class CallRegistry:
             raise CallsBusy("Too many calls right now; try again shortly.")
         call = Call(id=f"call_{secrets.token_hex(8)}", person=person, channel=channel)
         self._calls[person.id] = call
+        released = self._released[person.id] = asyncio.Event()
         self._empty.clear()
         try:
             yield call
         finally:
             self._calls.pop(person.id, None)
+            if self._released.get(person.id) is released:
+                del self._released[person.id]
+            released.set()
             if not self._calls:
                 self._empty.set()
 
+    async def _previous_call_ended(self, person_id: str) -> None:
+        """Wait up to `handover_s` for the person's call in this process to let go."""
+        released = self._released.get(person_id)
+        if released is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.limits.handover_s):
+                await released.wait()
+
     @contextlib.asynccontextmanager
     async def claim_everywhere(self, person: Person, channel: str) -> AsyncIterator[Call]:
-        """`claim`, and also the person's slot across server processes when `slots` is set."""
+        """`claim`, and also the person's slot across server processes when `slots` is set,
+        each after waiting a moment for a previous call that is letting go."""
+        await self._previous_call_ended(person.id)
         with self.claim(person, channel) as call:
             if self.slots is None:
                 yield call
                 return
-            async with self.slots.hold(person.id):
+            async with self.slots.hold(person.id, wait_s=self.limits.handover_s):
                 yield call
 
 

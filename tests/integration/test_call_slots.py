@@ -76,3 +76,30 @@ async def test_a_slot_is_free_again_after_the_call(database_url: str) -> None:
                 pass
     async with slots.hold("usr_budi"):
         pass
+
+
+async def test_a_call_that_waits_gets_the_slot_the_moment_another_process_lets_go(database_url: str) -> None:
+    """Hang up on one server, call straight back through another: the new call waits a
+    moment for the old one to let go instead of being refused as a second call."""
+    slots = CallSlots.for_url(database_url)
+    holder = await _holder(database_url, "usr_budi")
+
+    async def hang_up_soon() -> None:
+        await asyncio.sleep(0.3)
+        os.kill(holder.pid, signal.SIGKILL)
+        await holder.wait()
+
+    ending = asyncio.create_task(hang_up_soon())
+    async with slots.hold("usr_budi", wait_s=10.0):
+        assert ending.done()  # the slot came only once the other call had let go
+    await ending
+
+
+async def test_a_call_still_live_elsewhere_is_refused_after_the_wait(database_url: str) -> None:
+    slots = CallSlots.for_url(database_url)
+    async with slots.hold("usr_budi"):
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(CallInProgress):
+            async with slots.hold("usr_budi", wait_s=0.3):
+                pytest.fail("two calls for one person")
+        assert asyncio.get_running_loop().time() - started >= 0.3
