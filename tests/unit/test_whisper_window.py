@@ -1,6 +1,6 @@
 """How the short Whisper window is sized, and how its repetition loop is undone.
 
-Whisper trained on 30 s windows tends, through a 12 s one, to say the sentence again and be
+Whisper trained on 30 s windows tends, through a 15 s one, to say the sentence again and be
 cut off by the length cap. These are the pure rules around that; the recogniser itself is
 heard in tests/integration/test_voice_engines.py.
 """
@@ -17,13 +17,13 @@ from voice.engines.whisper import FULL_WINDOW_S, SHORT_WINDOW_MIN_S, _window_s, 
     [
         (0.4, SHORT_WINDOW_MIN_S),
         (2.0, SHORT_WINDOW_MIN_S),
-        (11.0, SHORT_WINDOW_MIN_S),
-        (11.5, 13),
+        (14.0, SHORT_WINDOW_MIN_S),
+        (14.5, 16),
         (20.2, 22),
         (29.5, FULL_WINDOW_S),
     ],
 )
-def test_the_window_is_at_least_twelve_seconds_with_a_second_of_room(seconds: float, window: int) -> None:
+def test_the_window_is_at_least_fifteen_seconds_with_a_second_of_room(seconds: float, window: int) -> None:
     assert _window_s(seconds) == window
 
 

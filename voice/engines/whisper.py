@@ -20,12 +20,13 @@ us one utterance of PCM16; we transcribe it in a worker thread and yield one fin
 A short window: faster-whisper pads every clip to Whisper's 30 s window, and the encoder's
 cost follows the window, not the speech (about 0.6-0.8 s here for a one-second command).
 CTranslate2's encoder accepts a shorter one, so an utterance is heard through a window just
-longer than itself, at least `SHORT_WINDOW_MIN_S` (12 s): about 3x faster on a command.
-Heard words stay nearly the same (BENCHMARKS.md): through 10 s, phone-quality "turn on the
-bedroom light" came back as "the bad room life", and below that Whisper, trained on 30 s
-windows, starts to repeat itself ("No. No. No."). The decoder is also capped at a length
-the audio could hold, and words that only repeat one phrase to the end are kept once.
-Utterances longer than the model's window take faster-whisper's own path, which splits them.
+longer than itself, at least `SHORT_WINDOW_MIN_S` (15 s): about twice as fast on a command.
+The further from the 30 s it was trained on, the more words flip on machine-made speech:
+through 10 or 12 s, phone-quality "bedroom light" became "bad room life" or "jazz" became
+"chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). The
+decoder is also capped at a length the audio could hold, and words that only repeat one
+phrase to the end are kept once. Utterances longer than the model's window take
+faster-whisper's own path, which splits them.
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
@@ -73,9 +74,9 @@ LOG_PROB_SILENCE_MAX = -1.0
 # (real short words scored 0.02-0.11 through the same window).
 NO_SPEECH_PROB_CERTAIN = 0.9
 
-# The short window (see the module's docstring): never below 12 s (shorter ones make Whisper
+# The short window (see the module's docstring): never below 15 s (shorter ones flip more words and make Whisper
 # repeat itself), one second of room after the speech, and the model's own 30 s at most.
-SHORT_WINDOW_MIN_S = 12
+SHORT_WINDOW_MIN_S = 15
 FULL_WINDOW_S = 30
 # Tokens the decoder may write per second of audio (fast speech is about 5 with punctuation),
 # plus a few for the shortest clips: a loop ends here instead of at 224 tokens.
