@@ -69,6 +69,13 @@ class PauseListener(Protocol):
     def speech_resumed(self) -> None: ...
 
 
+@runtime_checkable
+class BandAware(Protocol):
+    """An STT that hears narrowband audio (a phone line) its own way (see `WhisperSTTService`)."""
+
+    def hear_narrowband(self) -> None: ...
+
+
 class PauseAwareVAD(SileroVADAnalyzer):
     """Silero VAD that also reports a pause once it has lasted `pause_s` (well before the
     stop that follows `stop_secs` of quiet), and the speech that resumes after it.
@@ -144,9 +151,13 @@ def build_call(
     timing: TurnTiming = TurnTiming(),
     before_output: list[FrameProcessor] | None = None,
     language: str = "en",
+    narrowband: bool = False,
 ) -> CallPipeline:
-    """Assemble one call's pipeline and the worker that runs it."""
+    """Assemble one call's pipeline and the worker that runs it; `narrowband` when the
+    person's audio came at less than 16 kHz (a phone line), whatever rate the pipeline runs at."""
     stt, tts = engines.for_language(language)
+    if narrowband and isinstance(stt, BandAware):
+        stt.hear_narrowband()
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(

@@ -27,6 +27,7 @@ from voice.shared import VoiceDoors
 # What Ava says when the server ends a call (a shutdown): short, so it fits the drain.
 _GOODBYES = {"shutdown": "I have to go for a moment. Call me again soon. Bye!"}
 _GOODBYE_OTHERWISE = "I have to hang up now. Bye!"
+NARROWBAND_BELOW_HZ = 16_000
 
 
 class CallSession:
@@ -57,6 +58,9 @@ class CallSession:
             timing=self.doors.timing,
             before_output=[ActivityTap(self.clock), *self.doors.meters(self.call), *extra],
             language=self.call.person.language,  # the recogniser and voice of the person's language
+            # A door's wire rate is the person's audio's too (the speaker's and the phone's
+            # one rate both ways); below 16 kHz it lost its upper band on the way.
+            narrowband=rate_out < NARROWBAND_BELOW_HZ,
         )
         self._worker = built.worker
         return built.worker

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
@@ -20,6 +22,7 @@ from tests.e2e.test_speaker import token_for
 from tests.fakes import twilio
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import rms, silence, speech_pcm16
+from voice.engines.whisper import WhisperSTTService
 
 
 @pytest.fixture
@@ -86,6 +89,25 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
     assert "bedroom" in thread[0].text.lower()
     spoken = thread[-1]
     assert spoken.text and "#" not in spoken.text and spoken.emotions == ("relieved",)
+
+
+async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:
+    """8 kHz audio flipped more words through Whisper's short window, so the phone door's
+    recogniser keeps the full one (`hear_narrowband`); the speaker's 16 kHz calls do not."""
+    engines, made = app.services.voice.engines, []
+
+    def recording_stt() -> Any:
+        made.append(stt := engines.stt())
+        return stt
+
+    app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
+    try:
+        async with phone_call(f"{base_url}/v1/voice/phone", {"token": await token_for(app)}) as (_, caller, heard):
+            await say(caller, "hello")
+            await twilio.wait_for(heard, lambda h: len(h.ulaw) > 4_000, timeout_s=40)
+    finally:
+        app.services.voice.engines = engines
+    assert len(made) == 1 and isinstance(made[0], WhisperSTTService) and made[0].narrowband
 
 
 async def test_goodbye_plays_then_the_socket_closes_1000(app: App, base_url: str) -> None:

@@ -26,7 +26,10 @@ through 10 or 12 s, phone-quality "bedroom light" became "bad room life" or "jaz
 "chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). The
 decoder is also capped at a length the audio could hold, and words that only repeat one
 phrase to the end are kept once. Utterances longer than the model's window take
-faster-whisper's own path, which splits them.
+faster-whisper's own path, which splits them. So does a phone call's audio (8 kHz, its
+upper band gone): on it the short window flipped words ("bedroom light" -> "bedroom
+life") more often than on full-band speech, so a narrowband call keeps the 30 s window and
+its slower recognition (`hear_narrowband`).
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
@@ -288,6 +291,7 @@ class WhisperSTTService(SegmentedSTTService):
         self.recogniser = recogniser  # before the base asks for the service language
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
+        self._narrowband = False
         self._speculation: _Speculation | None = None
         self._last_guess: asyncio.Task[str] | None = None
         # How speculation went in this call (the benchmark and tests read it).
@@ -299,6 +303,15 @@ class WhisperSTTService(SegmentedSTTService):
 
     def can_generate_metrics(self) -> bool:
         return True
+
+    @property
+    def narrowband(self) -> bool:
+        """Whether this call is heard as a phone line (through the full window)."""
+        return self._narrowband
+
+    def hear_narrowband(self) -> None:
+        """This call's audio lost its upper band (a phone line): hear it through the full window."""
+        self._narrowband = True
 
     def language_to_service_language(self, language: Language) -> str | None:
         code = str(language).split("-")[0].lower()
@@ -312,7 +325,8 @@ class WhisperSTTService(SegmentedSTTService):
         # A thread cannot be cancelled: on timeout the call moves on and the thread
         # finishes in the background, holding the model a little longer.
         async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-            return await asyncio.to_thread(transcribe_pcm16, audio, self.recogniser)
+            transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
+            return await asyncio.to_thread(transcribe, audio, self.recogniser)
 
     def speech_paused(self) -> None:
         """The person fell quiet: start transcribing what they said so far."""
