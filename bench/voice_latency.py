@@ -104,6 +104,7 @@ LEAD_S = 0.3  # silence before each utterance
 QUIET_S = 0.4
 SILENCE_MAX_S = 3.0
 REPLY_TIMEOUT_S = 20.0  # a person waiting this long has given up: the turn failed
+REPLY_AUDIO_MAX_S = 60.0  # a reply that began in time is heard to its end, up to this long
 SETTLE_S = 2.0  # after a failed turn, wait for this long a silence before the next one
 STAGGER_S = 0.5  # the simultaneous calls start their turns this far apart
 START = {"type": "start", "sample_rate": RATE, "encoding": "pcm_s16le", "channels": 1, "time_zone": "Asia/Jakarta"}
@@ -285,7 +286,9 @@ class VoiceCall:
             loud = [h.at for h in since if h.audio is not None and h.rms > SILENT_RMS]
             if loud and (now - since[-1].at > QUIET_S or now - loud[-1] > SILENCE_MAX_S):
                 break
-            if now > deadline or self.ws.close_code is not None:
+            # The deadline is for the reply to begin; a long one (what Ava can do) may take
+            # longer than that to finish, and counts as answered.
+            if (now > deadline and not loud) or now > deadline + REPLY_AUDIO_MAX_S or self.ws.close_code is not None:
                 turn.problem = "no reply" if self.ws.close_code is None else f"closed {self.ws.close_code}"
                 break
         read_turn(turn, self.heard[mark:])
