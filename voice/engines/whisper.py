@@ -113,6 +113,9 @@ _models_dir = DEFAULT_MODELS_DIR
 # Transcriptions one model runs at once (CTranslate2 workers, each with its share of the
 # cores): with one, simultaneous calls queue behind each other's utterances.
 _workers = 1
+# Transcriptions begun in this process and not yet finished, all calls together (counted on
+# the event loop): speculation only starts when a worker is free.
+_running = 0
 
 
 def set_models_dir(folder: Path) -> None:
@@ -324,9 +327,14 @@ class WhisperSTTService(SegmentedSTTService):
             audio = await resampler.resample(audio, self.sample_rate, WHISPER_RATE) + await resampler.flush()
         # A thread cannot be cancelled: on timeout the call moves on and the thread
         # finishes in the background, holding the model a little longer.
-        async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-            transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
-            return await asyncio.to_thread(transcribe, audio, self.recogniser)
+        global _running
+        _running += 1
+        try:
+            async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
+                return await asyncio.to_thread(transcribe, audio, self.recogniser)
+        finally:
+            _running -= 1
 
     def speech_paused(self) -> None:
         """The person fell quiet: start transcribing what they said so far."""
@@ -336,6 +344,10 @@ class WhisperSTTService(SegmentedSTTService):
         if self._last_guess is not None and not self._last_guess.done():
             # A thread cannot be stopped: one unfinished guess per call at most, so a
             # halting speaker never queues Whisper behind guesses (the stop still transcribes).
+            return
+        if _running >= _workers:
+            # Every worker is hearing someone (another call): a guess would wait behind them
+            # and, if thrown away, delay the next real utterance. Guess only when one is free.
             return
         speech = bytes(self._audio_buffer)
         task = self.create_task(self._transcribe(speech + self._trailing_silence()), name="whisper-speculation")
