@@ -212,7 +212,10 @@ def plan(lang: Lang, asks: list[Ask], devices: list[dict[str, Any]]) -> Plan:
         if ask.question or not ask.actions:
             reads += [(d, shown) for d in targets]
             continue
-        if len(targets) > 1 and not ask.plural and not ask.rooms:
+        # Several devices fit and the person did not say "all": ask, unless they named both
+        # the kind and the room ("the bedroom light"). A room alone ("the bedroom", or a
+        # misheard "the bedroom life") never switches the whole room.
+        if len(targets) > 1 and not ask.plural and not ask.everything and not (ask.rooms and ask.kinds):
             return Plan(say=_which(lang, targets))
         for device in targets:
             commands = commands_for(device, ask.actions)
