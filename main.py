@@ -683,6 +683,7 @@ def build_voice(
         timing=TurnTiming(
             vad_stop_s=settings.voice_vad_stop_s,
             speech_timeout_s=settings.voice_speech_timeout_s,
+            finished_timeout_s=settings.voice_finished_timeout_s,
             vad_start_s=settings.voice_vad_start_s,
             pause_s=settings.voice_pause_s,
         ),

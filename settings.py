@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -73,7 +73,10 @@ class Settings(BaseSettings):
     call_idle_s: float = Field(default=120.0, gt=0)
     calls_per_process_max: int = Field(default=16, ge=1, le=1000)
     voice_vad_stop_s: float = Field(default=0.2, gt=0, le=2)
-    voice_speech_timeout_s: float = Field(default=0.3, gt=0, le=5)
+    # After the VAD's stop: the wait for more when the words sound unfinished ("turn on the"),
+    # and when they sound finished ("turn on the light."); see voice/turn_end.py.
+    voice_speech_timeout_s: float = Field(default=0.8, gt=0, le=5)
+    voice_finished_timeout_s: float = Field(default=0.1, ge=0, le=5)
     # Unbroken speech before the VAD believes someone talks (short words need it short).
     voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
     # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.
@@ -138,6 +141,15 @@ class Settings(BaseSettings):
     tuya_access_id: str | None = None
     tuya_access_secret: SecretStr | None = None
     tuya_base_url: str = "https://openapi.tuyaus.com"
+
+    @model_validator(mode="after")
+    def _waits_in_order(self) -> Settings:
+        if self.voice_finished_timeout_s > self.voice_speech_timeout_s:
+            raise ValueError(
+                "VOICE_FINISHED_TIMEOUT_S must not exceed VOICE_SPEECH_TIMEOUT_S: "
+                "a request that sounds finished never waits longer than one that trails off"
+            )
+        return self
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""

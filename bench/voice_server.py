@@ -187,7 +187,7 @@ async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -
         google_speech_credentials=None,  # the offline engines: Whisper tiny.en + VOICE_TTS (neural by default)
         # Every person gets the most the setting allows, so no guard ever stops a call.
         signup_grant_micros=10**15,
-    )  # VOICE_VAD_STOP_S, VOICE_SPEECH_TIMEOUT_S, CALLS_PER_PROCESS_MAX still come from the environment
+    )  # VOICE_VAD_STOP_S, VOICE_*_TIMEOUT_S, CALLS_PER_PROCESS_MAX still come from the environment
     async with running(settings) as (services, app):
         timelines: dict[str, list[dict[str, Any]]] = {}
         if observe:
@@ -195,6 +195,7 @@ async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -
         config = {
             "vad_stop_s": settings.voice_vad_stop_s,
             "speech_timeout_s": settings.voice_speech_timeout_s,
+            "finished_timeout_s": settings.voice_finished_timeout_s,
             "voice_tts": settings.voice_tts,
             "calls_per_process_max": settings.calls_per_process_max,
             "adapters": services.adapters,

@@ -8,9 +8,10 @@ stream); engines differ only in which STT/TTS the composition root hands in. The
 aggregator detects the end of the person's turn and broadcasts barge-ins; Ava's
 processor runs the turn; the TTS speaks each sentence with its emotion's prosody.
 
-Two things are wired here beyond Pipecat's defaults. The VAD tells a speculating STT the
+Three things are wired here beyond Pipecat's defaults. The VAD tells a speculating STT the
 moment the person falls quiet and when they go on (`PauseAwareVAD`), so recognition
-overlaps the VAD's stop wait. And the assistant's captions are sent as each sentence's
+overlaps the VAD's stop wait. The turn ends sooner when the person's words sound finished
+than when they trail off (`FinishedWordsStop`). And the assistant's captions are sent as each sentence's
 audio starts (`AssistantCaptions` after the TTS), not when the TTS lets them through.
 The recogniser and the voice follow the person's language (`build_call(language=...)`).
 """
@@ -34,11 +35,11 @@ from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 from pipecat.transports.base_transport import BaseTransport
-from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voice.agent import AvaVoiceAgent
 from voice.captions import AssistantCaptions, UserCaptions
+from voice.turn_end import FinishedWordsStop
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,11 @@ class TurnTiming:
     too short and Ava talks over someone who was only taking a breath."""
 
     vad_stop_s: float = 0.2
-    speech_timeout_s: float = 0.3
+    # After the VAD's stop, how long Ava waits for more when the words so far sound
+    # unfinished ("turn on the") and when they sound finished (`voice.turn_end`). Equal
+    # values give one fixed wait, as Pipecat's speech timeout does.
+    speech_timeout_s: float = 0.8
+    finished_timeout_s: float = 0.1
     # Speech the VAD needs before it believes someone is talking. Pipecat's 0.2 s must be
     # unbroken, and a short word's stop consonant breaks it: "thank you", "no", "hi" went
     # unheard at some frame alignments (28 of 144 tries); 0.1 s missed none.
@@ -141,6 +146,15 @@ def call_vad(timing: TurnTiming, stt: STTService | None = None) -> PauseAwareVAD
     return PauseAwareVAD(listener=listener, pause_s=timing.pause_s, params=params)
 
 
+def turn_stop(timing: TurnTiming, language: str = "en") -> FinishedWordsStop:
+    """How a call decides that the person, speaking `language`, has finished their turn."""
+    return FinishedWordsStop(
+        finished_s=min(timing.finished_timeout_s, timing.speech_timeout_s),
+        unfinished_s=timing.speech_timeout_s,
+        language=language,
+    )
+
+
 def build_call(
     *,
     transport: BaseTransport,
@@ -162,9 +176,7 @@ def build_call(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
             vad_analyzer=call_vad(timing, stt),
-            user_turn_strategies=UserTurnStrategies(
-                stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timing.speech_timeout_s)]
-            ),
+            user_turn_strategies=UserTurnStrategies(stop=[turn_stop(timing, language)]),
             # A turn that ends with no words runs nothing. Pipecat's default "recovery" adds a
             # developer note and resends the context, whose newest user message is the
             # previous one: Ava answered that request twice when Whisper was slow.

@@ -1,0 +1,164 @@
+"""When the person has finished speaking: sooner when their words sound finished, later
+when they do not.
+
+A fixed wait after the VAD's stop is a bad bargain both ways. "Turn on the bedroom
+light." is over the moment it is said, yet Ava sat out the whole wait (0.3 s on top of
+the VAD's 0.2 s) before answering; "turn on the ... bedroom light" was cut at "the" by
+the same wait if the person searched for the word a little longer. Whisper's transcript
+of what was said so far is in before the wait ends (speculative transcription starts at
+the pause), so its words decide how long to wait: a short wait (`finished_s`) when the
+last word could end a request, a long one (`unfinished_s`) when it cannot — an article,
+a preposition, a conjunction, a filler ("the", "to", "and", "um"; "yang", "dan", "ke"),
+or a trailing comma, dash or ellipsis from Whisper.
+
+Both waits count from the VAD's stop and both need a transcript of the speech since the
+last start: speaking again cancels the wait, and the turn then ends on the whole
+utterance. No transcript at all (silence Whisper would not write down) ends nothing;
+Pipecat's user-turn stop timeout still bounds that. The words are a heuristic, not a
+model: Pipecat's Smart-Turn model (in its wheel) judged espeak-ng's "turn on the" as
+finished (0.98) and cost 45-65 ms of a core per stop here, where the word lists cost
+nothing and are right on the requests people make of Ava (BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+
+from pipecat.frames.frames import (
+    Frame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
+
+# Words a request does not end on: "turn on the", "remind me to", "play some jazz and".
+# (Words in one string read better than one per line, which a list literal would become.)
+_UNFINISHED_EN = frozenset(
+    "a an the and or but so to of for with in on at from by about into onto than as if because "  # noqa: SIM905
+    "my your his her our their its some any every is are was were am be been being please "
+    "um uh er erm hmm like".split()
+)
+# The same in Indonesian: "nyalakan lampu di", "tolong", "dan", "yang".
+_UNFINISHED_ID = frozenset(
+    "dan atau tapi tetapi yang di ke dari untuk buat dengan sama pada karena kalau jika "  # noqa: SIM905
+    "supaya agar tolong mau akan lagi eh em hmm anu terus".split()
+)
+UNFINISHED_WORDS = {"en": _UNFINISHED_EN, "id": _UNFINISHED_ID}
+# Whisper writes these where the speech trails off.
+_TRAILING = re.compile("(,|-|\u2014|\u2013|\\.\\.\\.|\u2026)\\s*$")  # , - em/en dash ... or an ellipsis
+_WORD = re.compile(r"\w+(?:'\w+)?")
+
+
+def sounds_finished(text: str, language: str = "en") -> bool:
+    """Whether `text` could be a whole request: it does not trail off, and its last word
+    is not one a request never ends on (in `language`; other languages use English's)."""
+    stripped = text.strip()
+    if not stripped or _TRAILING.search(stripped):
+        return False
+    words = _WORD.findall(stripped.lower())
+    if not words:
+        return True  # symbols only: nothing says it goes on
+    return words[-1] not in UNFINISHED_WORDS.get(language, _UNFINISHED_EN)
+
+
+class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
+    """Ends the person's turn `finished_s` after the VAD's stop when the transcript sounds
+    finished, `unfinished_s` after it when it does not (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        finished_s: float,
+        unfinished_s: float,
+        language: str = "en",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        assert 0 <= finished_s <= unfinished_s, "a finished request never waits longer than an unfinished one"
+        self.finished_s = finished_s
+        self.unfinished_s = unfinished_s
+        self._language = language
+        self._clock = clock
+        self._text = ""
+        self._speaking = False
+        self._stopped_at: float | None = None
+        self._heard = False  # a transcript came since the person last started speaking
+        self._timer: asyncio.Task[None] | None = None
+        # How this call's turns ended, by how the words sounded (tests and benches read it).
+        self.ends = {"finished": 0, "unfinished": 0}
+
+    async def handle_user_turn_started(self) -> None:
+        # The VAD's state belongs to the person, not the turn: a turn may start mid-speech.
+        await self._reset()
+
+    async def handle_user_turn_stopped(self) -> None:
+        await self._reset()
+        self._speaking = False
+
+    async def cleanup(self) -> None:
+        await super().cleanup()  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
+        await self._cancel_timer()
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, VADUserStartedSpeakingFrame):
+            self._speaking = True
+            self._stopped_at = None
+            self._heard = False
+            await self._cancel_timer()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            self._speaking = False
+            self._stopped_at = self._clock()
+            await self._wait(self.finished_s)
+        elif isinstance(frame, TranscriptionFrame) and frame.text.strip():
+            self._text = f"{self._text} {frame.text.strip()}".strip()
+            self._heard = True
+            if self._stopped_at is None and not self._speaking:
+                self._stopped_at = self._clock()  # words without a VAD stop: count from them
+            await self._decide()
+        return ProcessFrameResult.CONTINUE
+
+    @property
+    def text(self) -> str:
+        """What the person has said in this turn so far."""
+        return self._text
+
+    async def _decide(self) -> None:
+        """End the turn if its wait is over, else wait for the rest of it."""
+        if self._speaking or self._stopped_at is None or not self._heard:
+            return
+        finished = sounds_finished(self._text, self._language)
+        left_s = (self.finished_s if finished else self.unfinished_s) - (self._clock() - self._stopped_at)
+        if left_s > 0:
+            await self._wait(left_s)
+            return
+        await self._cancel_timer()
+        self.ends["finished" if finished else "unfinished"] += 1
+        await self.trigger_user_turn_stopped()
+
+    async def _wait(self, seconds: float) -> None:
+        await self._cancel_timer()
+        self._timer = self.task_manager.create_task(self._after(seconds), f"{self}::wait")
+
+    async def _after(self, seconds: float) -> None:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            return
+        self._timer = None
+        await self._decide()
+
+    async def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None and timer is not asyncio.current_task():
+            await self.task_manager.cancel_task(timer)
+
+    async def _reset(self) -> None:
+        self._text = ""
+        self._stopped_at = None
+        self._heard = False
+        await self._cancel_timer()
