@@ -1,7 +1,8 @@
 """The one LISTEN connection (database.Listener) on a real PostgreSQL: each channel's
 notifications reach that channel's callbacks over a single connection; every (re)start of
 listening is announced with None; and after the listening backend is terminated the
-listener reconnects and notifications arrive again."""
+listener reconnects and notifications arrive again. A whole server process (the live
+events and the wake-note dispatcher together) holds just the one connection."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from database import Listener
 from database.listener import APPLICATION_NAME
+from tests.conftest import App
 
 _BACKENDS_SQL = """
 SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1
@@ -128,3 +130,8 @@ async def test_stop_closes_the_connection(listener: Listener, pool: asyncpg.Pool
     async with asyncio.timeout(5):
         while await pool.fetch(_BACKENDS_SQL, APPLICATION_NAME):
             await asyncio.sleep(0.01)
+
+
+async def test_a_server_process_listens_on_one_connection(app: App) -> None:
+    assert app.services.adapters["reminder_queue"] == "EmbeddedQueue", "the dispatcher listens too"
+    assert len(await app.services.pool.fetch(_BACKENDS_SQL, APPLICATION_NAME)) == 1
