@@ -102,7 +102,7 @@ from chat import (
     publish_reminder_delivered,
     run_detached,
 )
-from database import EmbeddedPostgres, TurnPool, apply_migrations, create_pool, holding
+from database import EmbeddedPostgres, Listener, TurnPool, apply_migrations, create_pool, holding
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from reminders import (
     CallbackGate,
@@ -327,7 +327,7 @@ def build_knowledge(
 
 
 async def start_learning(parts: KnowledgeParts, hub: EventHub, stack: contextlib.AsyncExitStack) -> None:
-    """The ingestion worker, woken through the hub's LISTEN connection (not one of its own),
+    """The ingestion worker, woken through the hub (the process's one LISTEN connection),
     stopped (mid-batch if need be: the cursor keeps the backlog) on close."""
     stack.push_async_callback(parts.learning.stop)
     await parts.learning.start(hub)
@@ -413,7 +413,7 @@ def _callback_secret(settings: Settings) -> bytes:
 
 
 def build_reminders(
-    settings: Settings, *, pool: asyncpg.Pool, dsn: str, clock: Callable[[], datetime] | None = None
+    settings: Settings, *, pool: asyncpg.Pool, listener: Listener, clock: Callable[[], datetime] | None = None
 ) -> ReminderParts:
     """Choose the queue, push and callback verifier for wake notes (embedded by default)."""
     notes = Notes(pool)
@@ -438,7 +438,7 @@ def build_reminders(
         )
         id_tokens = GoogleIdTokens()
     else:
-        queue = EmbeddedQueue(notes=notes, dsn=dsn, concurrent_max=settings.reminders_concurrent_max)
+        queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=settings.reminders_concurrent_max)
     push: Push
     if settings.fcm_credentials is not None:
         from reminders.fcm import FcmPush
@@ -620,11 +620,17 @@ def build_turns(
     )
 
 
-async def build_event_hub(dsn: str, stack: contextlib.AsyncExitStack) -> EventHub:
-    hub = EventHub(dsn)
-    stack.push_async_callback(hub.stop)  # before start: a start that times out leaves its task
-    await hub.start()
-    return hub
+async def build_listener(dsn: str, stack: contextlib.AsyncExitStack) -> Listener:
+    """The process's one LISTEN connection: the live events and the wake-note dispatcher
+    both hear their notifications on it."""
+    listener = Listener(dsn)
+    stack.push_async_callback(listener.stop)  # before start: a start that times out leaves its task
+    await listener.start()
+    return listener
+
+
+def build_event_hub(listener: Listener) -> EventHub:
+    return EventHub(listener)
 
 
 async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) -> int:
@@ -730,7 +736,9 @@ async def bootstrap(
         settings, stack, pool=turn_pool, threads=threads, vendor_transport=vendor_transport
     )
     memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge)
-    reminder_parts = build_reminders(settings, pool=pool, dsn=dsn, clock=clock)
+    # Stopped after the detached turns below have finished, so their events are still heard.
+    listener = await build_listener(dsn, stack)
+    reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
     toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
     ledger, wallet = build_ledger(settings, turn_pool, runs)
     turns = build_turns(
@@ -743,9 +751,9 @@ async def bootstrap(
         knowledge=memory,
         clock=clock,
     )
-    # Turns and charges that outlived their requests finish before the hub and pools close.
+    # Turns and charges that outlived their requests finish before the listener and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
-    hub = await build_event_hub(dsn, stack)
+    hub = build_event_hub(listener)
     await build_sweep(threads, runs, wallet, pool)
     await start_learning(memory, hub, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)

@@ -35,7 +35,7 @@ from typing import Any
 import asyncpg
 
 from bench.turn_overhead import postgres, with_database
-from database import apply_migrations, create_pool
+from database import Listener, apply_migrations, create_pool
 from reminders import Delivery, DeliveryLimits, EmbeddedQueue, LocalPush, Note, Notes, Woken
 
 WORKERS = 2
@@ -86,8 +86,10 @@ async def worker(kind: str, dsn: str, poll_s: float, work_s: float) -> None:
     delivery = _delivery(notes, pool, work_s)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    listener = Listener(dsn)  # the process's one LISTEN connection, as main.py has
     if kind == "embedded":
-        queue = EmbeddedQueue(notes=notes, dsn=dsn, concurrent_max=CONCURRENT_MAX)
+        queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=CONCURRENT_MAX)
+        await listener.start()
         serving = asyncio.create_task(queue.serve(delivery=delivery))
     else:
         serving = asyncio.create_task(_poll(notes, delivery, poll_s))
@@ -96,6 +98,7 @@ async def worker(kind: str, dsn: str, poll_s: float, work_s: float) -> None:
     serving.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await serving
+    await listener.stop()
     await pool.close()
 
 

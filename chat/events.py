@@ -1,22 +1,22 @@
 """Live events per person, stored and announced through PostgreSQL.
 
 Writers insert an `events` row in the same transaction as the change it describes; a
-trigger NOTIFYs on commit. Each process keeps one LISTEN connection and wakes its local
-subscribers, who then read the rows themselves. The notification carries no data, so a
-missed one costs only latency: readers always catch up from their last event id, which
-is also what makes `Last-Event-ID` resumption exact. Events from another process's
-writes arrive the same way as this process's own.
+trigger NOTIFYs on commit. The process's one LISTEN connection (main.py passes it in,
+through the `Watch` protocol) tells the hub, which wakes its local subscribers, who then
+read the rows themselves. The notification carries no data, so a missed one costs only
+latency: readers always catch up from their last event id, which is also what makes
+`Last-Event-ID` resumption exact. Events from another process's writes arrive the same
+way as this process's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import asyncpg
 
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 # A plain connection or one borrowed from a pool (generic only in the stubs).
 Conn: TypeAlias = "asyncpg.Connection | PoolConnectionProxy[Any]"
-
-log = logging.getLogger(__name__)
 
 CHANNEL = "avagenc_events"
 # A wake note was delivered: Ava spoke first (or could not, and says why).
@@ -77,66 +75,38 @@ class EventLog:
         return int(status.split()[-1])
 
 
-class EventHub:
-    """One LISTEN connection per process, fanning wake-ups out to local subscribers."""
+class Watch(Protocol):
+    """What the hub needs of the process's LISTEN connection (main.py passes `database.Listener`):
+    `callback` hears each payload on `channel`, and None whenever listening (re)starts."""
 
-    def __init__(self, dsn: str, *, reconnect_s: float = 1.0) -> None:
-        self._dsn = dsn
-        self._reconnect_s = reconnect_s
+    def watch(self, channel: str, callback: Callable[[str | None], None]) -> None: ...
+
+
+class EventHub:
+    """Fans the notifications of the process's one LISTEN connection out to local subscribers."""
+
+    def __init__(self, listener: Watch) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = {}
         # Process-wide watchers: called with each notified person, and with None after a
         # (re)connect, when a notification may have been missed.
         self._watchers: list[Callable[[str | None], None]] = []
-        self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="event-hub")
-        async with asyncio.timeout(10):
-            await self._ready.wait()
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        listener.watch(CHANNEL, self._heard)
 
     def watch(self, watcher: Callable[[str | None], None]) -> None:
-        """Hear every person's notifications (and None after a reconnect) on this one connection."""
+        """Hear every person's notifications (and None after a reconnect) on the one connection."""
         self._watchers.append(watcher)
 
-    def _on_notify(self, _conn: Conn, _pid: int, _channel: str, payload: object) -> None:
-        for waiter in self._waiters.get(str(payload), ()):
-            waiter.set()
-        for watcher in self._watchers:
-            watcher(str(payload))
-
-    def _wake_all(self) -> None:
-        # After a reconnect a notification may have been missed: let everyone re-read.
-        for waiters in self._waiters.values():
-            for waiter in waiters:
+    def _heard(self, person_id: str | None) -> None:
+        if person_id is None:
+            # After a (re)connect a notification may have been missed: let everyone re-read.
+            for waiters in self._waiters.values():
+                for waiter in waiters:
+                    waiter.set()
+        else:
+            for waiter in self._waiters.get(person_id, ()):
                 waiter.set()
         for watcher in self._watchers:
-            watcher(None)
-
-    async def _listen(self) -> None:
-        while True:
-            conn: asyncpg.Connection | None = None
-            try:
-                conn = await asyncpg.connect(self._dsn)
-                lost = asyncio.Event()
-                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, self._on_notify)
-                self._ready.set()
-                self._wake_all()
-                await lost.wait()
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("event listener lost its connection: %s", type(exc).__name__)
-            finally:
-                if conn is not None and not conn.is_closed():
-                    await conn.close()
-            await asyncio.sleep(self._reconnect_s)
+            watcher(person_id)
 
     @contextlib.asynccontextmanager
     async def subscribe(self, person_id: str) -> AsyncIterator[asyncio.Event]:

@@ -1,9 +1,19 @@
 """PostgreSQL plumbing shared by the composition root and the tests: the embedded server,
-the migration runner and the connection pool. Domains never import this package; they
-receive an `asyncpg.Pool` from `main.py`."""
+the migration runner, the connection pool and the one LISTEN connection. Domains never
+import this package; they receive an `asyncpg.Pool` (and the `Listener`, through a protocol
+of their own) from `main.py`."""
 
 from database.embedded import EmbeddedPostgres
+from database.listener import Listener
 from database.migrations import MIGRATION_SOURCES, apply_migrations
 from database.pool import TurnPool, create_pool, holding
 
-__all__ = ["MIGRATION_SOURCES", "EmbeddedPostgres", "TurnPool", "apply_migrations", "create_pool", "holding"]
+__all__ = [
+    "MIGRATION_SOURCES",
+    "EmbeddedPostgres",
+    "Listener",
+    "TurnPool",
+    "apply_migrations",
+    "create_pool",
+    "holding",
+]

@@ -3,9 +3,12 @@
 No fixed polling delay. The dispatcher asks the database how long until the next note
 falls due (or a claim's lease runs out), sleeps exactly that long, and is woken early by
 LISTEN/NOTIFY whenever a note becomes pending (the table's trigger notifies on commit),
-so a note written for two seconds from now is not slept past. Due rows are claimed with
-`FOR UPDATE SKIP LOCKED`, so any number of processes share the work and each note is
-claimed by one of them. Time is the database's clock, the same for every process.
+so a note written for two seconds from now is not slept past. It hears the NOTIFY on the
+process's one LISTEN connection, which main.py passes in (the `Watch` protocol), and looks
+again whenever that connection is re-established, since a notification may have been
+missed. Due rows are claimed with `FOR UPDATE SKIP LOCKED`, so any number of processes
+share the work and each note is claimed by one of them. Time is the database's clock, the
+same for every process.
 
 Deliveries run as their own tasks, at most `concurrent_max` at once; stopping lets those
 in flight finish (within a bound) before the pool closes.
@@ -16,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import asyncpg
 
@@ -35,22 +39,31 @@ SLEEP_MAX_S = 3600.0
 _CONTENDED_S = 0.005
 
 
+class Watch(Protocol):
+    """What the dispatcher needs of the process's LISTEN connection (main.py passes
+    `database.Listener`): `callback` hears each payload on `channel`, and None whenever
+    listening (re)starts."""
+
+    def watch(self, channel: str, callback: Callable[[str | None], None]) -> None: ...
+
+
 class EmbeddedQueue:
     def __init__(
         self,
         *,
         notes: Notes,
-        dsn: str,
+        listener: Watch,
         concurrent_max: int = 8,
-        reconnect_s: float = 1.0,
+        retry_s: float = 1.0,
     ) -> None:
         assert concurrent_max >= 1
         self._notes = notes
-        self._dsn = dsn
         self._concurrent_max = concurrent_max
-        self._reconnect_s = reconnect_s
+        # How long to wait before asking the database again after it failed.
+        self._retry_s = retry_s
         self._woken = asyncio.Event()
         self._in_flight: set[asyncio.Task[Any]] = set()
+        listener.watch(CHANNEL, self._heard)
 
     async def enqueue(self, *, note: Note) -> None:
         """Nothing to do: the row is the queue, and its insert already woke every dispatcher."""
@@ -59,13 +72,7 @@ class EmbeddedQueue:
         """Nothing to do: a cancelled row is never claimed."""
 
     async def serve(self, *, delivery: Delivery) -> None:
-        listener = asyncio.create_task(self._listen(), name="wake-listener")
-        try:
-            await self._dispatch(delivery)
-        finally:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listener
+        await self._dispatch(delivery)
 
     async def drain(self, *, timeout_s: float) -> None:
         """Let deliveries in flight finish (call after cancelling `serve`)."""
@@ -85,7 +92,7 @@ class EmbeddedQueue:
                     claimed = await self._notes.claim_due(limit=free, lease_s=delivery.limits.lease_s)
                 except (OSError, asyncpg.PostgresError) as exc:
                     log.warning("claiming due notes failed: %s", type(exc).__name__)
-                    await asyncio.sleep(self._reconnect_s)
+                    await asyncio.sleep(self._retry_s)
                     continue
             for note in claimed:
                 self._start(delivery, note)
@@ -113,25 +120,12 @@ class EmbeddedQueue:
             try:
                 seconds = await self._notes.seconds_to_next()
             except (OSError, asyncpg.PostgresError):
-                seconds = self._reconnect_s
+                seconds = self._retry_s
             delay = SLEEP_MAX_S if seconds is None else min(max(seconds, _CONTENDED_S), SLEEP_MAX_S)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):
                 await self._woken.wait()
 
-    async def _listen(self) -> None:
-        while True:
-            conn: asyncpg.Connection | None = None
-            try:
-                conn = await asyncpg.connect(self._dsn)
-                lost = asyncio.Event()
-                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, lambda *_: self._woken.set())
-                self._woken.set()  # anything written while we were not listening
-                await lost.wait()
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("wake listener lost its connection: %s", type(exc).__name__)
-            finally:
-                if conn is not None and not conn.is_closed():
-                    await conn.close()
-            await asyncio.sleep(self._reconnect_s)
+    def _heard(self, _payload: str | None) -> None:
+        # A note became pending, or (None) one may have while nobody listened: look again.
+        self._woken.set()

@@ -80,7 +80,7 @@ RETURNING id
 
 
 class ConfirmationMissing(ToolError):
-    code = "confirmation_missing"
+    type = "confirmation_missing"
 
 
 @dataclass(frozen=True, slots=True)

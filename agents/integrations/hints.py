@@ -12,35 +12,35 @@ from agents.errors import ToolError
 
 
 class NotLinked(ToolError):
-    code = "not_linked"
+    type = "not_linked"
 
 
 class TokenExpired(ToolError):
-    code = "token_expired"
+    type = "token_expired"
 
 
 class RateLimited(ToolError):
-    code = "rate_limited"
+    type = "rate_limited"
 
 
 class PremiumRequired(ToolError):
-    code = "premium_required"
+    type = "premium_required"
 
 
 class NoActiveDevice(ToolError):
-    code = "no_active_device"
+    type = "no_active_device"
 
 
 class NotFound(ToolError):
-    code = "not_found"
+    type = "not_found"
 
 
 class InputInvalid(ToolError):
-    code = "input_invalid"
+    type = "input_invalid"
 
 
 class VendorUnavailable(ToolError):
-    code = "vendor_unavailable"
+    type = "vendor_unavailable"
 
 
 def not_linked(service: str) -> NotLinked:

@@ -32,31 +32,27 @@ class LinkError(AgentError):
     """Linking failed in a way the person can fix or should know about. Like every domain
     error it carries only its stable `type`; the HTTP edge's one table picks the status."""
 
-    code = "link_error"
-
-    @property
-    def type(self) -> str:
-        return self.code
+    type = "link_error"
 
 
 class IntegrationUnknown(LinkError):
-    code = "integration_unknown"
+    type = "integration_unknown"
 
 
 class LinkStateInvalid(LinkError):
-    code = "link_state_invalid"
+    type = "link_state_invalid"
 
 
 class LinkingUnavailable(LinkError):
-    code = "linking_unavailable"
+    type = "linking_unavailable"
 
 
 class LinkRejected(LinkError):
-    code = "link_rejected"
+    type = "link_rejected"
 
 
 class ProviderUnavailable(LinkError):
-    code = "provider_unavailable"
+    type = "provider_unavailable"
 
 
 def _b64(raw: bytes) -> str:

@@ -45,8 +45,8 @@ class SmartHome(Protocol):
 
 
 class DeviceNotFound(ToolError):
-    code = "device_not_found"
+    type = "device_not_found"
 
 
 class CommandInvalid(ToolError):
-    code = "command_invalid"
+    type = "command_invalid"

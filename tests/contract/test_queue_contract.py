@@ -21,6 +21,7 @@ import pytest
 from fastapi import FastAPI
 
 from chat import build_callback_router, on_domain_error
+from database import Listener
 from reminders import (
     CallbackGate,
     CallbackSigner,
@@ -69,7 +70,9 @@ def _delivery(notes: Notes, woken: Counter[str]) -> Delivery:
 @contextlib.asynccontextmanager
 async def embedded(database_url: str, pool: asyncpg.Pool) -> AsyncIterator[Harness]:
     notes, woken = Notes(pool), Counter[str]()
-    queue = EmbeddedQueue(notes=notes, dsn=database_url)
+    listener = Listener(database_url)
+    queue = EmbeddedQueue(notes=notes, listener=listener)
+    await listener.start()
     task = asyncio.create_task(queue.serve(delivery=_delivery(notes, woken)))
 
     async def sweep() -> None:
@@ -82,6 +85,7 @@ async def embedded(database_url: str, pool: asyncpg.Pool) -> AsyncIterator[Harne
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await queue.drain(timeout_s=5)
+        await listener.stop()
 
 
 @contextlib.asynccontextmanager

@@ -33,6 +33,7 @@ STEPS = [
     "build_ledger",
     "build_knowledge",
     "build_turns",
+    "build_listener",
     "build_event_hub",
     "build_sweep",
     "start_learning",

@@ -1,7 +1,7 @@
 """The embedded dispatcher on a real PostgreSQL: two dispatchers with their own pools
-and LISTEN connections (as two server processes have) share one database and deliver
-each of 200 notes exactly once; a note is delivered at its due time, not a polling
-interval later, including one written while the dispatcher sleeps."""
+and LISTEN connections (each a `database.Listener`, as two server processes have) share
+one database and deliver each of 200 notes exactly once; a note is delivered at its due
+time, not a polling interval later, including one written while the dispatcher sleeps."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from database import create_pool
+from database import Listener, create_pool
 from reminders import Delivery, DeliveryLimits, EmbeddedQueue, LocalPush, Note, Notes, Reminders, Woken
 
 
@@ -37,21 +37,26 @@ async def _nothing(note: Note) -> None:
 
 
 @contextlib.asynccontextmanager
-async def dispatcher(dsn: str, name: str, woken: Counter[str], by: Counter[str]) -> AsyncIterator[Notes]:
+async def dispatcher(
+    dsn: str, name: str, woken: Counter[str], by: Counter[str]
+) -> AsyncIterator[tuple[Notes, EmbeddedQueue]]:
     pool = await create_pool(dsn, size_max=10)
+    listener = Listener(dsn)
     notes = Notes(pool)
-    queue = EmbeddedQueue(notes=notes, dsn=dsn, concurrent_max=8)
+    queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=8)
+    await listener.start()
     delivery = Delivery(
         notes=notes, wake=CountingWake(name, woken, by), push=LocalPush(), announce=_nothing, limits=DeliveryLimits()
     )
     task = asyncio.create_task(queue.serve(delivery=delivery))
     try:
-        yield notes
+        yield notes, queue
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await queue.drain(timeout_s=10)
+        await listener.stop()
         await pool.close()
 
 
@@ -64,7 +69,7 @@ async def statuses(pool: asyncpg.Pool) -> Counter[str]:
 async def test_two_dispatchers_deliver_each_of_200_notes_exactly_once(database_url: str, pool: asyncpg.Pool) -> None:
     woken: Counter[str] = Counter()
     by: Counter[str] = Counter()
-    async with dispatcher(database_url, "a", woken, by) as notes, dispatcher(database_url, "b", woken, by):
+    async with dispatcher(database_url, "a", woken, by) as (notes, _), dispatcher(database_url, "b", woken, by):
         start = datetime.now(UTC) + timedelta(seconds=1)
         written = [
             await notes.add(
@@ -91,8 +96,8 @@ async def test_a_note_written_while_the_dispatcher_sleeps_is_delivered_on_time(
     database_url: str, pool: asyncpg.Pool
 ) -> None:
     woken: Counter[str] = Counter()
-    async with dispatcher(database_url, "a", woken, Counter()) as notes:
-        reminders = Reminders(notes=notes, queue=EmbeddedQueue(notes=notes, dsn=database_url))
+    async with dispatcher(database_url, "a", woken, Counter()) as (notes, queue):
+        reminders = Reminders(notes=notes, queue=queue)
         # Something far off first: the dispatcher goes to sleep until then.
         await reminders.schedule_at(
             person_id="usr_1", text="later", due_at=datetime.now(UTC) + timedelta(hours=5), time_zone="UTC"

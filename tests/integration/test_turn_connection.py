@@ -12,7 +12,7 @@ import asyncpg
 
 from agents import KnowledgeMessage
 from chat import EventHub, Learning, People, Threads
-from database import TurnPool, create_pool, holding
+from database import Listener, TurnPool, create_pool, holding
 
 _BACKEND_SQL = "SELECT pg_backend_pid()"
 
@@ -72,8 +72,9 @@ async def test_learning_waits_for_the_turn_to_end(pool: asyncpg.Pool, database_u
     recording = Recording()
     learning = Learning(pool=pool, knowledge=recording, busy=threads.busy, poll_s=3600)  # type: ignore[arg-type]
     threads.on_idle(learning.turn_ended)
-    hub = EventHub(database_url)
-    await hub.start()
+    listener = Listener(database_url)
+    hub = EventHub(listener)
+    await listener.start()
     await learning.start(hub)
     try:
         await asyncio.sleep(0.3)  # the first full pass (nothing to learn yet)
@@ -87,4 +88,4 @@ async def test_learning_waits_for_the_turn_to_end(pool: asyncpg.Pool, database_u
         assert recording.batches == [["my favourite food is rendang"]]
     finally:
         await learning.stop()
-        await hub.stop()
+        await listener.stop()
