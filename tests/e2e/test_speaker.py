@@ -146,3 +146,23 @@ async def test_interrupting_ava_clears_her_speech_and_keeps_the_thread_whole(app
     assert runs, "agents answered"
     finished = [await app.services.runs.get(me_id, r) for r in set(runs)]
     assert all(r is not None and r.status == "succeeded" for r in finished), "no turn was cut in half"
+
+
+async def test_a_person_who_pauses_mid_request_is_waited_for_and_answered_once(app: App, base_url: str) -> None:
+    # "please turn on the" trails off: the call waits for the rest instead of answering it.
+    # espeak-ng ends each phrase with 0.3 s of its own silence, so the pause is 0.55 s:
+    # longer than the 0.5 s (VAD stop + fixed timeout) that cut such a request in two.
+    token = await token_for(app)
+    async with call(base_url, token) as (ws, heard):
+        head, tail = await speech_pcm16("please turn on the"), await speech_pcm16("living room light")
+        await stream(ws, silence(0.3) + head + silence(0.25) + tail + silence(1.0))
+        await wait_for(heard, lambda h: h.of("transcript", "assistant") and len(h.audio) > 32_000)
+        await wait_quiet(heard)
+
+    me = await app.services.people.get(await app.services.local_tokens.verify(token))
+    assert me is not None
+    thread = await app.services.threads.page(me.id, before=None, after=None, limit=50)
+    said = [m.text.lower() for m in thread if m.author == "human"]
+    assert len(said) == 1, said  # one request, not "please turn on the" and then the rest
+    assert "turn on the" in said[0] and "light" in said[0], said
+    assert len([m for m in thread if m.author == "ava" and not m.text.startswith("@")]) == 1
