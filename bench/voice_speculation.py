@@ -27,13 +27,12 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair, LLMUserAggregatorParams
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
-from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voice.agent import last_user_text
 from voice.engines.espeak import synthesize
 from voice.engines.whisper import WhisperSTTService, preload_whisper
-from voice.pipeline import PauseAwareVAD, TurnTiming, call_vad
+from voice.pipeline import PauseAwareVAD, TurnTiming, call_vad, turn_stop
 
 RATE = 16_000
 STEP = int(RATE * 0.02) * 2
@@ -76,8 +75,9 @@ async def _pcm(text: str) -> bytes:
     return await resampler.resample(pcm, rate, RATE) + await resampler.flush()
 
 
-async def one_turn(speech: bytes, *, speculate: bool, timing: TurnTiming) -> tuple[float, str]:
-    """VAD stop -> user turn end (seconds) and the turn's text."""
+async def one_turn(speech: bytes, *, speculate: bool, timing: TurnTiming, counts: dict[str, int]) -> tuple[float, str]:
+    """VAD stop -> user turn end (seconds) and the turn's text; adds the STT's speculation
+    counts to `counts`."""
     stt = WhisperSTTService()
     base = call_vad(timing, stt if speculate else None)
     vad = _TimedVAD(listener=base.listener, pause_s=timing.pause_s, params=base.params)
@@ -85,9 +85,7 @@ async def one_turn(speech: bytes, *, speculate: bool, timing: TurnTiming) -> tup
         LLMContext(),
         user_params=LLMUserAggregatorParams(
             vad_analyzer=vad,
-            user_turn_strategies=UserTurnStrategies(
-                stop=[SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timing.speech_timeout_s)]
-            ),
+            user_turn_strategies=UserTurnStrategies(stop=[turn_stop(timing)]),  # the call's own turn end
             empty_user_turn=None,
         ),
     )
@@ -101,6 +99,8 @@ async def one_turn(speech: bytes, *, speculate: bool, timing: TurnTiming) -> tup
         frames_to_send=frames,
         pipeline_params=PipelineParams(audio_in_sample_rate=RATE),
     )
+    for name, count in stt.speculations.items():
+        counts[name] = counts.get(name, 0) + count
     if vad.stopped_at is None or not end.at:
         return float("nan"), ""
     return end.at[0][0] - vad.stopped_at, end.at[0][1]
@@ -110,8 +110,9 @@ async def run(rounds: int) -> tuple[str, bool]:
     preload_whisper()
     timing = TurnTiming()
     clips = [(await _pcm(text), text, expected) for text, expected in SAYINGS]
-    await one_turn(clips[0][0], speculate=False, timing=timing)  # warm-up, not counted
-    await one_turn(clips[0][0], speculate=True, timing=timing)
+    counts: dict[str, int] = {}
+    await one_turn(clips[0][0], speculate=False, timing=timing, counts={})  # warm-up, not counted
+    await one_turn(clips[0][0], speculate=True, timing=timing, counts={})
     waits: dict[bool, list[float]] = {True: [], False: []}
     ok = True
     lines = ["| utterance | with speculation ms | without ms |", "|---|---:|---:|"]
@@ -120,7 +121,7 @@ async def run(rounds: int) -> tuple[str, bool]:
         row = {}
         order = (True, False) if index % 2 == 0 else (False, True)  # drift hits both alike
         for speculate in order:
-            wait_s, heard = await one_turn(speech, speculate=speculate, timing=timing)
+            wait_s, heard = await one_turn(speech, speculate=speculate, timing=timing, counts=counts)
             ok = ok and expected in heard.lower()
             waits[speculate].append(wait_s)
             row[speculate] = wait_s
@@ -129,7 +130,9 @@ async def run(rounds: int) -> tuple[str, bool]:
     head = [
         f"VAD stop -> user turn end, median over {len(waits[True])} utterances: "
         f"**{with_s * 1000:.0f} ms with speculation, {without_s * 1000:.0f} ms without** "
-        f"(stop_secs {timing.vad_stop_s} s, pause {timing.pause_s} s, speech timeout {timing.speech_timeout_s} s).",
+        f"(stop_secs {timing.vad_stop_s} s, pause {timing.pause_s} s, then {timing.finished_timeout_s} s "
+        f"for finished words, {timing.speech_timeout_s} s otherwise). Speculations: {counts.get('started', 0)} "
+        f"started, {counts.get('used', 0)} used, {counts.get('discarded', 0)} discarded.",
         "",
     ]
     return "\n".join(head + lines) + "\n", ok
