@@ -115,15 +115,29 @@ _PERSON_SQL = "SELECT id, name, time_zone, created_at, language FROM people WHER
 # The turn's own lock key: a baseline request and a turn for one person exclude each other.
 _LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('thread:' || $1, 0))"
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('thread:' || $1, 0))"
-_NEXT_SEQ_SQL = "UPDATE bench_threads SET last_seq = last_seq + 1 WHERE person_id = $1 RETURNING last_seq"
+# Threads.append, Runs.start and Runs.finish are each one statement that also writes the
+# change's event, its data built from the row by PostgreSQL.
 _APPEND_SQL = f"""
-INSERT INTO bench_messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
-VALUES ($1, $2, $3, $4, $5, 'text', $6, $7, $8) RETURNING {_MESSAGE_COLUMNS}
+WITH next AS (
+    UPDATE bench_threads SET last_seq = last_seq + 1 WHERE person_id = $2 RETURNING last_seq
+), written AS (
+    INSERT INTO bench_messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
+    SELECT $1, $2, last_seq, $3, $4, 'text', $5, $6, $7 FROM next RETURNING {_MESSAGE_COLUMNS}
+), announced AS (
+    INSERT INTO bench_events (person_id, type, data) SELECT $2, 'message', to_jsonb(written) FROM written
+)
+SELECT {_MESSAGE_COLUMNS} FROM written
 """
 _EVENT_SQL = "INSERT INTO bench_events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
 _START_SQL = f"""
-INSERT INTO bench_runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'text') RETURNING {_RUN_COLUMNS}
+WITH started AS (
+    INSERT INTO bench_runs
+        (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, 'text') RETURNING person_id, {_RUN_COLUMNS}
+), announced AS (
+    INSERT INTO bench_events (person_id, type, data) SELECT person_id, 'run.started', to_jsonb(started) FROM started
+)
+SELECT {_RUN_COLUMNS} FROM started
 """
 _PAGE_SQL = f"""
 SELECT {_MESSAGE_COLUMNS} FROM bench_messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
@@ -182,8 +196,13 @@ INSERT INTO bench_run_events (run_id, idx, name, args, result)
 SELECT $1, tool_calls, $2, $3::jsonb, $4::jsonb FROM bump
 """
 _FINISH_SQL = f"""
-UPDATE bench_runs SET status = 'succeeded', error_code = NULL, error_detail = NULL, finished_at = clock_timestamp()
-WHERE id = $1 AND status = 'running' RETURNING person_id, {_RUN_COLUMNS}
+WITH finished AS (
+    UPDATE bench_runs SET status = 'succeeded', error_code = NULL, error_detail = NULL, finished_at = clock_timestamp()
+    WHERE id = $1 AND status = 'running' RETURNING person_id, {_RUN_COLUMNS}
+), announced AS (
+    INSERT INTO bench_events (person_id, type, data) SELECT person_id, 'run.finished', to_jsonb(finished) FROM finished
+)
+SELECT person_id, {_RUN_COLUMNS} FROM finished
 """
 _SEED_DEVICES_SQL = """
 INSERT INTO bench_devices (person_id, device_id, name, category, status)
@@ -396,29 +415,22 @@ class _Work:
     async def _append(  # Threads.append
         self, person_id: str, author: str, text: str, run_id: str | None
     ) -> asyncpg.Record:
-        async with self._conn() as conn, conn.transaction():
-            seq = await conn.fetchval(_NEXT_SEQ_SQL, person_id)
-            message_id = f"msg_{secrets.token_hex(10)}"
-            row = await conn.fetchrow(_APPEND_SQL, message_id, person_id, seq, author, text, run_id, [], None)
-            assert row is not None
-            await conn.execute(_EVENT_SQL, person_id, "message", _jsonable(row))
+        message_id = f"msg_{secrets.token_hex(10)}"
+        row = await self._fetchrow(_APPEND_SQL, message_id, person_id, author, text, run_id, [], None)
+        assert row is not None
         return row
 
     async def _start(  # Runs.start
         self, person_id: str, agent: str, trigger: str, parent: str | None, trigger_id: str, origin_id: str
     ) -> str:
-        async with self._conn() as conn, conn.transaction():
-            run_id = f"run_{secrets.token_hex(10)}"
-            row = await conn.fetchrow(_START_SQL, run_id, person_id, agent, trigger, parent, trigger_id, origin_id)
-            assert row is not None
-            await conn.execute(_EVENT_SQL, person_id, "run.started", _jsonable(row))
+        run_id = f"run_{secrets.token_hex(10)}"
+        row = await self._fetchrow(_START_SQL, run_id, person_id, agent, trigger, parent, trigger_id, origin_id)
+        assert row is not None
         return run_id
 
     async def _finish(self, run_id: str) -> asyncpg.Record:  # Runs.finish
-        async with self._conn() as conn, conn.transaction():
-            row = await conn.fetchrow(_FINISH_SQL, run_id)
-            assert row is not None
-            await conn.execute(_EVENT_SQL, row["person_id"], "run.finished", _jsonable(row))
+        row = await self._fetchrow(_FINISH_SQL, run_id)
+        assert row is not None
         return row
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import asyncpg
@@ -35,6 +35,17 @@ SELECT id, type, data, created_at FROM events WHERE person_id = $1 AND id > $2 O
 """
 _LATEST_SQL = "SELECT coalesce(max(id), 0) FROM events WHERE person_id = $1"
 _PRUNE_SQL = "DELETE FROM events WHERE created_at < now() - make_interval(secs => $1)"
+
+
+def json_time(at: datetime) -> str:
+    """A time as every event and API body writes it: UTC, always six decimals."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def sql_json_time(column: str) -> str:
+    """The SQL expression writing `column` (a TIMESTAMPTZ) exactly as `json_time` does, for
+    statements that build an event's data in the database (one round trip, not three)."""
+    return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
 
 
 @dataclass(frozen=True, slots=True)

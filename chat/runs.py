@@ -14,13 +14,28 @@ from typing import Any
 
 import asyncpg
 
-from chat.events import Conn, publish
+from chat.events import Conn, json_time, publish, sql_json_time
 
 _COLUMNS = """id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel, status,
 error_code, error_detail, model, model_calls, tool_calls, usage, cost_micros, started_at, finished_at"""
+# A run's event data as `Run.as_json` gives it, built from a row of `runs` in the statement
+# that changed it: a start or a finish and its event are one round trip, not four.
+_RUN_JSON = f"""jsonb_build_object(
+    'id', id, 'agent', agent, 'trigger', trigger, 'parent_run_id', parent_run_id,
+    'trigger_message_id', trigger_message_id, 'channel', channel, 'status', status, 'model', model,
+    'model_calls', model_calls, 'tool_calls', tool_calls, 'usage', usage, 'cost_micros', cost_micros,
+    'error', CASE WHEN error_code IS NULL THEN NULL
+                  ELSE jsonb_build_object('type', error_code, 'detail', error_detail) END,
+    'started_at', {sql_json_time("started_at")},
+    'finished_at', CASE WHEN finished_at IS NULL THEN NULL ELSE {sql_json_time("finished_at")} END)"""
 _START_SQL = f"""
-INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}
+WITH started AS (
+    INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING person_id, {_COLUMNS}
+), announced AS (
+    INSERT INTO events (person_id, type, data) SELECT person_id, 'run.started', {_RUN_JSON} FROM started
+)
+SELECT {_COLUMNS} FROM started
 """
 # One statement (one round trip, its own transaction): the call's row, and its usage added
 # to the run's. Nothing happens for a run that does not exist (no row comes back).
@@ -54,8 +69,13 @@ INSERT INTO run_events (run_id, idx, name, args, result)
 SELECT $1, tool_calls, $2, $3::jsonb, $4::jsonb FROM bump
 """
 _FINISH_SQL = f"""
-UPDATE runs SET status = $2, error_code = $3, error_detail = $4, finished_at = clock_timestamp()
-WHERE id = $1 AND status = 'running' RETURNING person_id, {_COLUMNS}
+WITH finished AS (
+    UPDATE runs SET status = $2, error_code = $3, error_detail = $4, finished_at = clock_timestamp()
+    WHERE id = $1 AND status = 'running' RETURNING person_id, {_COLUMNS}
+), announced AS (
+    INSERT INTO events (person_id, type, data) SELECT person_id, 'run.finished', {_RUN_JSON} FROM finished
+)
+SELECT person_id, {_COLUMNS} FROM finished
 """
 _OF_ORIGIN_SQL = f"SELECT {_COLUMNS} FROM runs WHERE person_id = $1 AND origin_message_id = $2 ORDER BY started_at"
 _GET_SQL = f"SELECT {_COLUMNS} FROM runs WHERE person_id = $1 AND id = $2"
@@ -103,8 +123,8 @@ class Run:
             "usage": self.usage,
             "cost_micros": self.cost_micros,
             "error": error,
-            "started_at": self.started_at.isoformat(),
-            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "started_at": json_time(self.started_at),
+            "finished_at": json_time(self.finished_at) if self.finished_at else None,
         }
 
 
@@ -157,22 +177,19 @@ class Runs:
         origin_message_id: str,
         channel: str,
     ) -> Run:
-        async with self._pool.acquire() as conn, conn.transaction():
-            row = await conn.fetchrow(
-                _START_SQL,
-                f"run_{secrets.token_hex(10)}",
-                person_id,
-                agent,
-                trigger,
-                parent_run_id,
-                trigger_message_id,
-                origin_message_id,
-                channel,
-            )
-            assert row is not None
-            run = _run(row)
-            await publish(conn, person_id, "run.started", run.as_json())
-        return run
+        row = await self._pool.fetchrow(
+            _START_SQL,
+            f"run_{secrets.token_hex(10)}",
+            person_id,
+            agent,
+            trigger,
+            parent_run_id,
+            trigger_message_id,
+            origin_message_id,
+            channel,
+        )
+        assert row is not None
+        return _run(row)
 
     async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
         """Keep one model call's usage (before it is charged); returns when it was recorded."""
@@ -199,12 +216,9 @@ class Runs:
     async def finish(
         self, run_id: str, *, status: str, error_code: str | None = None, error_detail: str | None = None
     ) -> Run:
-        async with self._pool.acquire() as conn, conn.transaction():
-            row = await conn.fetchrow(_FINISH_SQL, run_id, status, error_code, error_detail)
-            assert row is not None, f"run {run_id} was already finished"
-            run = _run(row)
-            await publish(conn, row["person_id"], "run.finished", run.as_json())
-        return run
+        row = await self._pool.fetchrow(_FINISH_SQL, run_id, status, error_code, error_detail)
+        assert row is not None, f"run {run_id} was already finished"
+        return _run(row)
 
     async def get(self, person_id: str, run_id: str) -> Run | None:
         row = await self._pool.fetchrow(_GET_SQL, person_id, run_id)

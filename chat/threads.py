@@ -28,14 +28,27 @@ from typing import Any
 import asyncpg
 
 from chat.errors import ThreadBusy
-from chat.events import Conn, publish
+from chat.events import Conn, json_time, sql_json_time
 
 _COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
-_NEXT_SEQ_SQL = "UPDATE threads SET last_seq = last_seq + 1 WHERE person_id = $1 RETURNING last_seq"
-_INSERT_SQL = f"""
-INSERT INTO messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING {_COLUMNS}
+# One statement, so one round trip and its own transaction: the thread's next seq, the
+# message, and its `message` event (the data `Message.as_json` gives, built here from the
+# row). Nothing is written for a person without a thread (no row comes back).
+_APPEND_SQL = f"""
+WITH next AS (
+    UPDATE threads SET last_seq = last_seq + 1 WHERE person_id = $2 RETURNING last_seq
+), written AS (
+    INSERT INTO messages (id, person_id, seq, author, text, channel, run_id, emotions, client_id)
+    SELECT $1, $2, last_seq, $3, $4, $5, $6, $7, $8 FROM next
+    RETURNING {_COLUMNS}
+), announced AS (
+    INSERT INTO events (person_id, type, data)
+    SELECT $2, 'message', jsonb_build_object(
+        'id', id, 'seq', seq, 'author', author, 'text', text, 'created_at', {sql_json_time("created_at")},
+        'channel', channel, 'run_id', run_id, 'emotions', to_jsonb(emotions))
+    FROM written
+)
+SELECT {_COLUMNS} FROM written
 """
 _PAGE_BEFORE_SQL = f"""
 SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
@@ -71,7 +84,7 @@ class Message:
             "seq": self.seq,
             "author": self.author,
             "text": self.text,
-            "created_at": self.created_at.isoformat(),
+            "created_at": json_time(self.created_at),
             "channel": self.channel,
             "run_id": self.run_id,
             "emotions": list(self.emotions),
@@ -128,25 +141,19 @@ class Threads:
         emotions: Sequence[str] = (),
         client_id: str | None = None,
     ) -> Message:
-        async with self._pool.acquire() as conn, conn.transaction():
-            seq = await conn.fetchval(_NEXT_SEQ_SQL, person_id)
-            assert seq is not None, f"person {person_id} has no thread"
-            row = await conn.fetchrow(
-                _INSERT_SQL,
-                f"msg_{secrets.token_hex(10)}",
-                person_id,
-                seq,
-                author,
-                text,
-                channel,
-                run_id,
-                list(emotions),
-                client_id,
-            )
-            assert row is not None
-            message = _message(row)
-            await publish(conn, person_id, "message", message.as_json())
-        return message
+        row = await self._pool.fetchrow(
+            _APPEND_SQL,
+            f"msg_{secrets.token_hex(10)}",
+            person_id,
+            author,
+            text,
+            channel,
+            run_id,
+            list(emotions),
+            client_id,
+        )
+        assert row is not None, f"person {person_id} has no thread"
+        return _message(row)
 
     async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
         """Messages in seq order: the newest `limit` before `before`, or the oldest after `after`."""

@@ -4,8 +4,7 @@ The type is what the edges put in a problem+json `type` or a WebSocket error eve
 `code`, and what a client may branch on, so it never changes once shipped; the message
 is for people and may. It is the same vocabulary as every other domain's errors (chat,
 voice): how a type answers at each door (an HTTP status, a close code, a spoken notice)
-is chosen at the edges, never here. `code` is the older name of `type`, kept for callers
-that read it.
+is chosen at the edges, never here.
 """
 
 from __future__ import annotations
@@ -17,11 +16,6 @@ from ledger.model import Transaction
 
 class LedgerError(Exception):
     type: ClassVar[str] = "ledger_error"
-    code: ClassVar[str] = "ledger_error"
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.code = cls.type
 
 
 class AmountInvalid(LedgerError):

@@ -1,7 +1,6 @@
 """The reminders domain's errors. Each carries a stable `type` (the same vocabulary as
 every other domain's errors): the wake tools turn the message into words Ava can explain,
-and the HTTP edge's table turns the type into a status. Nothing here knows about HTTP.
-`code` is the older name of `type`."""
+and the HTTP edge's table turns the type into a status. Nothing here knows about HTTP."""
 
 from __future__ import annotations
 
@@ -12,11 +11,6 @@ class ReminderError(Exception):
     """Base of every error the reminders domain raises on purpose; `str()` is safe to show."""
 
     type: ClassVar[str] = "reminder_error"
-    code: ClassVar[str] = "reminder_error"
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.code = cls.type
 
 
 class TimeInvalid(ReminderError):

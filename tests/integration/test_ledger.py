@@ -113,9 +113,9 @@ def test_public_surface() -> None:
     )
     for name in ledger.__all__:
         assert getattr(ledger, name) is not None
-    codes = {cls.code for cls in (AmountInvalid, Unbalanced, RefConflict, RefInvalid, AccountUnknown)}
+    codes = {cls.type for cls in (AmountInvalid, Unbalanced, RefConflict, RefInvalid, AccountUnknown)}
     assert codes == {"amount_invalid", "unbalanced", "ref_conflict", "ref_invalid", "account_unknown"}
-    assert ledger.InsufficientBalance.code == "insufficient_balance"
+    assert ledger.InsufficientBalance.type == "insufficient_balance"
 
 
 async def test_a_charge_moves_money_from_the_wallet_to_revenue(book: PostgresLedger) -> None:
@@ -171,7 +171,7 @@ async def test_a_reused_ref_with_other_postings_conflicts_and_writes_nothing(
     with pytest.raises(RefConflict) as caught:
         await book.transact(spec=charge(ALICE, 701, ref="run:r2:call:1"))
     assert caught.value.existing.id == first.id
-    assert caught.value.code == "ref_conflict"
+    assert caught.value.type == "ref_conflict"
     with pytest.raises(RefConflict):
         await book.transact(spec=charge(BOB, 700, ref="run:r2:call:1"))
     other_type = TransactionSpec(type="adjustment", ref="run:r2:call:1", postings=first.postings)

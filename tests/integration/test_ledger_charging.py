@@ -282,7 +282,7 @@ async def test_the_guard_refuses_an_empty_or_overdrawn_wallet(book: PostgresLedg
     with pytest.raises(InsufficientBalance) as empty:
         await guard(book, person_id=PERSON)
     assert empty.value.balance_micros == 0
-    assert empty.value.code == "insufficient_balance"
+    assert empty.value.type == "insufficient_balance"
 
     await grant_signup(book, person_id=PERSON, amount_micros=100_000)
     await guard(book, person_id=PERSON)
