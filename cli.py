@@ -181,7 +181,7 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
                 source="cli",
             )
         except LedgerError as exc:
-            print(f"error: {exc} ({getattr(exc, 'code', 'ledger_error')})", file=sys.stderr)
+            print(f"error: {exc} ({exc.type})", file=sys.stderr)
             return 2
         balance = await db.wallet.balance_micros(person.id)
     state = "already applied" if transaction.replayed else "applied"
