@@ -49,6 +49,8 @@ _UNFINISHED_ID = frozenset(
     "supaya agar tolong mau akan lagi eh em hmm anu terus".split()
 )
 UNFINISHED_WORDS = {"en": _UNFINISHED_EN, "id": _UNFINISHED_ID}
+# A wait this close to its end is over: a timer may wake a hair early.
+_EARLY_S = 0.001
 # Whisper writes these where the speech trails off.
 _TRAILING = re.compile("(,|-|\u2014|\u2013|\\.\\.\\.|\u2026)\\s*$")  # , - em/en dash ... or an ellipsis
 _WORD = re.compile(r"\w+(?:'\w+)?")
@@ -133,7 +135,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
             return
         finished = sounds_finished(self._text, self._language)
         left_s = (self.finished_s if finished else self.unfinished_s) - (self._clock() - self._stopped_at)
-        if left_s > 0:
+        if left_s > _EARLY_S:
             await self._wait(left_s)
             return
         await self._cancel_timer()

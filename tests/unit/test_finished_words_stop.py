@@ -1,0 +1,118 @@
+"""`FinishedWordsStop` on its own: frames in, a turn end out, on a clock the test moves.
+
+The waits are real asyncio sleeps of the strategy's own (0.05 s and 0.5 s here), so the
+tests wait a little; the clock the strategy reads is the test's, which is what makes the
+decisions (how long the person has been quiet) exact."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
+from pipecat.utils.asyncio.task_manager import TaskManager
+
+from voice.turn_end import FinishedWordsStop
+
+FINISHED_S, UNFINISHED_S = 0.05, 0.5
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _strategy(clock: _Clock) -> tuple[FinishedWordsStop, list[str]]:
+    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock)
+    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
+    ended: list[str] = []
+
+    async def on_stopped(_strategy: Any, _params: Any) -> None:
+        ended.append(stop.text)
+        await stop.handle_user_turn_stopped()
+
+    stop.add_event_handler("on_user_turn_stopped", on_stopped)
+    await stop.handle_user_turn_started()
+    return stop, ended
+
+
+def _words(text: str) -> TranscriptionFrame:
+    return TranscriptionFrame(text=text, user_id="u", timestamp="", finalized=True)
+
+
+async def _settle(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+async def test_finished_words_end_the_turn_after_the_short_wait() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Turn on the bedroom light."))
+    assert ended == []  # quiet for 0 s of the 0.05 s wait
+    clock.now += FINISHED_S
+    await _settle(FINISHED_S * 2)
+    assert ended == ["Turn on the bedroom light."]
+    assert stop.ends == {"finished": 1, "unfinished": 0}
+
+
+async def test_a_transcript_that_comes_after_the_wait_ends_the_turn_at_once() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    clock.now += 0.2  # Whisper was slow: the short wait is long over
+    await _settle(FINISHED_S * 2)
+    assert ended == []  # no words yet: nothing to end
+    await stop.process_frame(_words("Thank you."))
+    assert ended == ["Thank you."]
+
+
+async def test_trailing_words_wait_long_and_speaking_again_cancels_the_wait() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Remind me to"))
+    clock.now += FINISHED_S * 2
+    await _settle(FINISHED_S * 2)
+    assert ended == []  # "to" cannot end a request: the long wait runs
+    await stop.process_frame(VADUserStartedSpeakingFrame())  # they go on
+    clock.now += UNFINISHED_S
+    await _settle(UNFINISHED_S + 0.1)
+    assert ended == []  # the wait was cancelled by the speech, not run out
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("stretch in two minutes."))
+    clock.now += FINISHED_S
+    await _settle(FINISHED_S * 2)
+    assert ended == ["Remind me to stretch in two minutes."]
+
+
+async def test_trailing_words_alone_end_the_turn_after_the_long_wait() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Turn on the"))
+    clock.now += UNFINISHED_S
+    await _settle(UNFINISHED_S + 0.1)
+    assert ended == ["Turn on the"]  # Ava asks which one rather than waiting for ever
+    assert stop.ends == {"finished": 0, "unfinished": 1}
+
+
+async def test_the_next_turn_starts_from_nothing() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    for said in ("Hello.", "Good morning."):
+        await stop.handle_user_turn_started()
+        await stop.process_frame(VADUserStartedSpeakingFrame())
+        await stop.process_frame(VADUserStoppedSpeakingFrame())
+        await stop.process_frame(_words(said))
+        clock.now += FINISHED_S
+        await _settle(FINISHED_S * 2)
+    assert ended == ["Hello.", "Good morning."]
