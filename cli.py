@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from pydantic import ValidationError
 
 from agents import Model
 from chat import LocalTokens, cancel_detached, drain_detached
@@ -275,6 +276,20 @@ def _chat(settings: Settings, args: argparse.Namespace) -> int:
         return 0  # Ctrl-C at the prompt is a normal way to leave a chat
 
 
+def _settings(overrides: dict[str, Any]) -> Settings:
+    """The settings, or exit 2 with one line per bad setting, named as the operator wrote it
+    (an environment variable), instead of a traceback."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        for error in exc.errors():
+            names = [str(part).upper() for part in error["loc"]]
+            where = f"{', '.join(names)}: " if names else ""
+            message = str(error["msg"]).removeprefix("Value error, ")  # a validator's own sentence
+            print(f"error: setting {where}{message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     _configure_logging(args.verb)
@@ -283,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         overrides["host"] = args.host
     if getattr(args, "port", None):
         overrides["port"] = args.port
-    settings = Settings(**overrides)
+    settings = _settings(overrides)
     if args.verb == "serve":
         asyncio.run(serve(settings))
         sys.exit(0)

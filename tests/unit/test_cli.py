@@ -51,3 +51,32 @@ def test_wallet_verify_on_a_folder_without_a_database_says_so_and_creates_nothin
     assert exited.value.code == 2
     assert "avagenc migrate" in capsys.readouterr().err
     assert not state.exists()
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"VOICE_SPEECH_TIMEOUT_S": "soon"}, "setting VOICE_SPEECH_TIMEOUT_S: Input should be a valid number"),
+        ({"PORT": "-1"}, "setting PORT:"),
+        (
+            {"VOICE_FINISHED_TIMEOUT_S": "2", "VOICE_SPEECH_TIMEOUT_S": "1"},
+            "setting VOICE_FINISHED_TIMEOUT_S must not exceed VOICE_SPEECH_TIMEOUT_S",
+        ),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
+    env: dict[str, str],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("AVAGENC_HOME", str(tmp_path / "state"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["wallet", "verify"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+    assert not (tmp_path / "state").exists()  # nothing was started or created
