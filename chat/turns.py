@@ -114,8 +114,10 @@ class _Turn:
     recent: list[Message] | None = None
     # Each history line as the agents read it, formatted once per turn (message id -> line).
     rendered: dict[str, str] = field(default_factory=dict)
-    # Looked up once per turn, for the message that started it.
+    # Looked up once per turn, for the message that started it (begun before the turn had
+    # its thread, when the turn came from the person: `Turns.post`).
     facts: tuple[str, ...] | None = None
+    facts_lookup: asyncio.Task[tuple[str, ...]] | None = None
 
     def wrote(self, message: Message) -> None:
         self.written.append(message)
@@ -210,17 +212,26 @@ class Turns:
             assert earlier is not None, "a message once written stays"
             return earlier
         await self._wallet.guard(person.id)  # 402 before anything is written
-        async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
-            # Checked again under the lock: the first attempt may have just finished.
-            if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
-                return earlier
-            message = await self._threads.append(
-                person.id, author="human", text=text, channel=channel, client_id=client_id
-            )
-            turn = _Turn(person=person, channel=channel, zone=zone, origin=message, written=[message])
-            _, reply = await self._run(
-                turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
-            )
+        # What is known about the person is looked up on its own connection while the turn
+        # waits for the thread and writes the message: it depends on nothing but the words.
+        facts = self._look_up_facts(person, text)
+        try:
+            async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
+                # Checked again under the lock: the first attempt may have just finished.
+                if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
+                    return earlier
+                message = await self._threads.append(
+                    person.id, author="human", text=text, channel=channel, client_id=client_id
+                )
+                turn = _Turn(
+                    person=person, channel=channel, zone=zone, origin=message, written=[message], facts_lookup=facts
+                )
+                _, reply = await self._run(
+                    turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
+                )
+        finally:
+            if facts is not None and not facts.done():
+                facts.cancel()  # the turn never needed them (a replay, an error)
         result = turn.result()
         if channel == "text":
             return result
@@ -306,17 +317,30 @@ class Turns:
         )
         return self._toolbox.tools_for(agent.name, context)
 
+    def _look_up_facts(self, person: Person, text: str) -> asyncio.Task[tuple[str, ...]] | None:
+        """Start looking up the facts that bear on `text` (see `_facts_of`)."""
+        if self._facts is None:
+            return None
+        return asyncio.create_task(self._facts_about(person.id, text), name="turn-facts")
+
+    async def _facts_about(self, person_id: str, text: str) -> tuple[str, ...]:
+        assert self._facts is not None
+        try:
+            async with asyncio.timeout(_FACTS_TIMEOUT_S):
+                return tuple(await self._facts(person_id=person_id, text=text))
+        except Exception as exc:
+            log.warning("facts lookup failed for %s: %s", person_id, type(exc).__name__)
+            return ()
+
     async def _facts_of(self, turn: _Turn) -> tuple[str, ...]:
         """What is known about the person that bears on the turn's message; never a reason to fail."""
         if self._facts is None:
             return ()
         if turn.facts is None:
-            try:
-                async with asyncio.timeout(_FACTS_TIMEOUT_S):
-                    turn.facts = tuple(await self._facts(person_id=turn.person.id, text=turn.origin.text))
-            except Exception as exc:
-                log.warning("facts lookup failed for %s: %s", turn.person.id, type(exc).__name__)
-                turn.facts = ()
+            lookup = turn.facts_lookup
+            turn.facts = (
+                await lookup if lookup is not None else await self._facts_about(turn.person.id, turn.origin.text)
+            )
         return turn.facts
 
     async def _write_reply(self, turn: _Turn, agent: AgentSpec, run: Run, reply: str) -> None:
