@@ -11,8 +11,9 @@ processor runs the turn; the TTS speaks each sentence with its emotion's prosody
 Three things are wired here beyond Pipecat's defaults. The VAD tells a speculating STT the
 moment the person falls quiet and when they go on (`PauseAwareVAD`), so recognition
 overlaps the VAD's stop wait. The turn ends sooner when the person's words sound finished
-than when they trail off (`FinishedWordsStop`). And the assistant's captions are sent as each sentence's
-audio starts (`AssistantCaptions` after the TTS), not when the TTS lets them through.
+than when they trail off (`FinishedWordsStop`). And the assistant's captions are sent as
+each sentence's audio starts (`AssistantCaptions` after the TTS), not when the TTS lets
+them through.
 The recogniser and the voice follow the person's language (`build_call(language=...)`).
 """
 
