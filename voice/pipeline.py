@@ -149,10 +149,9 @@ def call_vad(timing: TurnTiming, stt: STTService | None = None) -> PauseAwareVAD
 
 def turn_stop(timing: TurnTiming, language: str = "en") -> FinishedWordsStop:
     """How a call decides that the person, speaking `language`, has finished their turn."""
+    # Settings refuse a finished wait longer than the unfinished one; the strategy asserts it.
     return FinishedWordsStop(
-        finished_s=min(timing.finished_timeout_s, timing.speech_timeout_s),
-        unfinished_s=timing.speech_timeout_s,
-        language=language,
+        finished_s=timing.finished_timeout_s, unfinished_s=timing.speech_timeout_s, language=language
     )
 
 
