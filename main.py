@@ -20,6 +20,7 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import hmac
 import logging
@@ -102,7 +103,7 @@ from chat import (
     publish_reminder_delivered,
     run_detached,
 )
-from database import EmbeddedPostgres, Listener, TurnPool, apply_migrations, create_pool, holding
+from database import EmbeddedPostgres, Listener, TurnPool, apply_migrations, create_pool, holding, holding_own
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from reminders import (
     CallbackGate,
@@ -604,6 +605,7 @@ def build_turns(
     toolbox: Toolbox,
     knowledge: KnowledgeParts,
     clock: Callable[[], datetime] | None = None,
+    apart: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
 ) -> Turns:
     return Turns(
         threads=threads,
@@ -615,6 +617,8 @@ def build_turns(
         history_tokens_max=settings.history_tokens_max,
         thread_wait_s=settings.thread_wait_s,
         facts=knowledge.facts,
+        # A turn's charges and tool records are written on a connection of their own.
+        apart=apart,
         # The agents' "now"; a scenario run (avagenc eval) sets its own.
         clock=clock or (lambda: datetime.now(UTC)),
     )
@@ -750,6 +754,7 @@ async def bootstrap(
         toolbox=toolbox,
         knowledge=memory,
         clock=clock,
+        apart=functools.partial(holding_own, pool),
     )
     # Turns and charges that outlived their requests finish before the listener and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)

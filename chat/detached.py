@@ -18,10 +18,7 @@ _TASKS: set[asyncio.Task[Any]] = set()
 
 async def run_detached(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run `coroutine` to its end even if the caller is cancelled; return its result."""
-    task = asyncio.ensure_future(coroutine)
-    _TASKS.add(task)
-    task.add_done_callback(_TASKS.discard)
-    return await asyncio.shield(task)
+    return await asyncio.shield(detach(coroutine))
 
 
 async def drain_detached(*, timeout_s: float) -> None:
@@ -44,3 +41,12 @@ def cancel_detached() -> int:
     if pending:
         log.warning("cancelled %d detached tasks at a forced stop", len(pending))
     return len(pending)
+
+
+def detach(coroutine: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+    """Start `coroutine` as detached work nobody awaits yet: kept until it ends, and
+    waited for (or cancelled) at shutdown like the rest."""
+    task = asyncio.create_task(coroutine, name=name)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+    return task

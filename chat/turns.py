@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -45,6 +45,7 @@ from agents import (
     window,
 )
 from chat.blank import is_blank, is_unkeepable
+from chat.bookkeeping import Apart, Books
 from chat.errors import MessageBlank, MessageTooLong, TextInvalid
 from chat.people import Person
 from chat.ports import RunStore, ThreadStore
@@ -61,6 +62,10 @@ TEXT_CHARS_MAX = 4_000
 _HISTORY_ROWS_MAX = 200
 # How long a turn waits for what is known about the person before running without it.
 _FACTS_TIMEOUT_S = 1.0
+
+
+# How a run failed: a stable error code and a sentence for the person.
+_Failure = tuple[str, str]
 
 
 class FactLookup(Protocol):
@@ -118,6 +123,12 @@ class _Turn:
     # its thread, when the turn came from the person: `Turns.post`).
     facts: tuple[str, ...] | None = None
     facts_lookup: asyncio.Task[tuple[str, ...]] | None = None
+    # The charges and tool records of its runs, written beside the turn (chat.bookkeeping).
+    books: Books = field(default_factory=Books)
+    charged: bool = False  # a model call of the turn was charged (so its balance is announced)
+    # On a call: told what the person will hear as soon as the lead agent has said it,
+    # before the turn writes it down and settles its charges (None: told nothing early).
+    on_reply: Callable[[SpokenReply], None] | None = None
 
     def wrote(self, message: Message) -> None:
         self.written.append(message)
@@ -135,28 +146,49 @@ class _Turn:
 
 
 class _Recorder:
-    """Writes what a run does as it does it, and charges each model call at once."""
+    """Writes down what a run does as it does it: each model call's charge and each tool
+    call, queued on the turn's books in the order they happened (the run goes on meanwhile)."""
 
-    def __init__(self, runs: RunStore, wallet: Wallet, run: Run, person_id: str) -> None:
+    def __init__(self, runs: RunStore, wallet: Wallet, books: Books, run: Run, person_id: str) -> None:
         self._runs = runs
         self._wallet = wallet
+        self._books = books
         self._run = run
-        self._run_id = run.id
         self._person_id = person_id
+        # A charge or tool record that could not be written fails the run when it ends
+        # (its reply may already be out), as a charge failing inside the run used to.
+        self.failed = False
+        self.charged = False
+
+    def _write(self, work: Callable[[], Awaitable[object]]) -> None:
+        async def tracked() -> None:
+            try:
+                await work()
+            except Exception:
+                log.exception("run %s: a charge or tool record could not be written", self._run.id)
+                self.failed = True
+
+        self._books.write(tracked)
 
     async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
-        await self._wallet.charge_call(
-            person_id=self._person_id,
-            run_id=self._run_id,
-            index=index,
-            agent=self._run.agent,
-            trigger=self._run.trigger,
-            model=model,
-            usage=usage.as_dict(),
+        run, spent = self._run, usage.as_dict()
+        self._write(
+            lambda: self._wallet.charge_call(
+                person_id=self._person_id,
+                run_id=run.id,
+                index=index,
+                agent=run.agent,
+                trigger=run.trigger,
+                model=model,
+                usage=spent,
+                announce=False,  # the turn announces the balance once, after its last charge
+            )
         )
+        self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
-        await self._runs.record_tool(self._run_id, name=name, args=args, result=result)
+        run_id = self._run.id
+        self._write(lambda: self._runs.record_tool(run_id, name=name, args=args, result=result))
 
 
 def check_text(text: str) -> str:
@@ -184,6 +216,7 @@ class Turns:
         limits: RunLimits | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         facts: FactLookup | None = None,
+        apart: Apart | None = None,
     ) -> None:
         self._threads = threads
         self._runs = runs
@@ -197,11 +230,25 @@ class Turns:
         # The person's "now" as the agents read it; a scenario run (avagenc eval) sets its own.
         self._clock = clock
         self._facts = facts
+        # Where a turn's bookkeeping writes run (chat.bookkeeping); None: where the turn's do.
+        self._apart = apart
 
     async def post(
-        self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
+        self,
+        person: Person,
+        *,
+        text: str,
+        channel: Channel,
+        zone: ZoneInfo,
+        client_id: str | None = None,
+        on_reply: Callable[[SpokenReply], None] | None = None,
     ) -> TurnResult:
-        """Write the person's message, run whoever it is for, and return what the turn wrote."""
+        """Write the person's message, run whoever it is for, and return what the turn wrote.
+
+        `on_reply` (a call): told what the person will hear the moment the lead agent has
+        said it, while the turn goes on to write it and settle its charges, so speech can
+        start a few statements sooner. It is not told on a replay or when the turn fails
+        before the lead agent has answered; the returned `spoken` is the same reply."""
         check_text(text)
         if client_id is not None and await self._threads.by_client_id(person.id, client_id) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
@@ -224,11 +271,19 @@ class Turns:
                     person.id, author="human", text=text, channel=channel, client_id=client_id
                 )
                 turn = _Turn(
-                    person=person, channel=channel, zone=zone, origin=message, written=[message], facts_lookup=facts
+                    person=person,
+                    channel=channel,
+                    zone=zone,
+                    origin=message,
+                    written=[message],
+                    facts_lookup=facts,
+                    books=Books(self._apart),
+                    on_reply=on_reply if channel != "text" else None,
                 )
                 _, reply = await self._run(
                     turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
                 )
+                await turn.books.settled()  # every run's end and charge, before the thread is let go
         finally:
             if facts is not None and not facts.done():
                 facts.cancel()  # the turn never needed them (a replay, an error)
@@ -259,8 +314,16 @@ class Turns:
             if not await self._runs.of_origin(person.id, message.id):
                 if not await self._wallet.has_balance(person.id):
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
-                turn = _Turn(person=person, channel=channel, zone=zone, origin=message, written=[message])
+                turn = _Turn(
+                    person=person,
+                    channel=channel,
+                    zone=zone,
+                    origin=message,
+                    written=[message],
+                    books=Books(self._apart),
+                )
                 _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
+                await turn.books.settled()
         # A wake that ran now answers from what it wrote; a repeated one reads the first's.
         result = turn.result() if turn is not None else await self._result(person, message)
         lead = next((r for r in result.runs if r.parent_run_id is None), None)
@@ -293,17 +356,18 @@ class Turns:
 
     def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
         async def delegate(specialist: AgentSpec, tag: str) -> str:
+            await turn.books.settled()  # the balance counts the calls this turn has made
             if not await self._wallet.has_balance(turn.person.id):
                 raise _WalletEmptyAtHandoff(specialist)
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
             turn.wrote(handoff)
-            child, reply = await self._run(
+            failure, reply = await self._run(
                 turn, agent=specialist, trigger="ava", parent=run.id, trigger_message=handoff
             )
-            if child.status != "succeeded":
-                raise ToolError(f"{specialist.display_name} could not finish this time ({child.error_code}).")
+            if failure is not None:
+                raise ToolError(f"{specialist.display_name} could not finish this time ({failure[0]}).")
             return reply
 
         context = RunContext(
@@ -366,8 +430,15 @@ class Turns:
             turn.wrote(message)
 
     async def _attempt(
-        self, turn: _Turn, *, agent: AgentSpec, run: Run, trigger: Trigger, trigger_message: Message
-    ) -> tuple[str, tuple[str, str] | None]:
+        self,
+        turn: _Turn,
+        *,
+        agent: AgentSpec,
+        run: Run,
+        trigger: Trigger,
+        trigger_message: Message,
+        recorder: _Recorder,
+    ) -> tuple[str, _Failure | None]:
         """Run the agent: the reply to write ("" for none) and the (code, detail) of a
         failure. A run stopped at an empty wallet fails, yet still says why."""
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
@@ -389,7 +460,7 @@ class Turns:
                 system=system,
                 history=contents,
                 tools=self._tools(turn, agent, run, trigger),
-                observer=_Recorder(self._runs, self._wallet, run, turn.person.id),
+                observer=recorder,
                 limits=self._limits,
             )
         except _WalletEmptyAtHandoff as exc:
@@ -408,8 +479,10 @@ class Turns:
 
     async def _run(
         self, turn: _Turn, *, agent: AgentSpec, trigger: Trigger, parent: str | None, trigger_message: Message
-    ) -> tuple[Run, str]:
-        """One agent run to its end; returns the finished run and its reply ("" if silent)."""
+    ) -> tuple[_Failure | None, str]:
+        """One agent run to its reply; returns how it failed (None: it did not) and its
+        reply ("" if silent). Its end is written on the turn's books, after its charges,
+        so a handed-on run's reply goes back to Ava without waiting for them."""
         run = await self._runs.start(
             turn.person.id,
             agent=agent.name,
@@ -420,9 +493,26 @@ class Turns:
             channel=turn.channel,
         )
         turn.started(run)
-        reply, error = await self._attempt(turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message)
+        recorder = _Recorder(self._runs, self._wallet, turn.books, run, turn.person.id)
+        reply, error = await self._attempt(
+            turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message, recorder=recorder
+        )
+        if parent is None and turn.on_reply is not None:
+            turn.on_reply(parse_spoken(reply))
         if reply:
             await self._write_reply(turn, agent, run, reply)
+        if recorder.charged:
+            turn.charged = True
+        if parent is None and turn.charged:
+            # One `wallet.changed` for the whole turn, after its last charge, before its end.
+            turn.books.write(lambda: self._wallet.announce(turn.person.id))
+        turn.books.write(lambda: self._finish(turn, run, error, recorder))
+        return error, reply
+
+    async def _finish(self, turn: _Turn, run: Run, error: _Failure | None, recorder: _Recorder) -> None:
+        """Written after every charge and tool record of the run, so its row carries them."""
+        if error is None and recorder.failed:
+            error = ("internal_error", "Something went wrong on our side.")
         finished = await self._runs.finish(
             run.id,
             status="failed" if error else "succeeded",
@@ -435,10 +525,9 @@ class Turns:
             extra={
                 "person": turn.person.id,
                 "run": run.id,
-                "agent": agent.name,
-                "trigger": trigger,
+                "agent": run.agent,
+                "trigger": run.trigger,
                 "status": finished.status,
                 "usage": finished.usage,
             },
         )
-        return finished, reply

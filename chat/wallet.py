@@ -97,17 +97,36 @@ class Wallet:
         )
 
     async def charge_call(
-        self, *, person_id: str, run_id: str, index: int, agent: str, trigger: str, model: str, usage: dict[str, int]
+        self,
+        *,
+        person_id: str,
+        run_id: str,
+        index: int,
+        agent: str,
+        trigger: str,
+        model: str,
+        usage: dict[str, int],
+        announce: bool = True,
     ) -> int:
         """Record a finished model call, charge it, and return its cost in micro-rupiah.
-        The whole sequence runs to the end even if the request that started it is gone."""
-        return await run_detached(self._charge(person_id, run_id, index, agent, trigger, model, usage))
+        The whole sequence runs to the end even if the request that started it is gone.
+        `announce=False`: the caller announces the balance itself, once for several
+        charges (a turn does, when its last charge is written)."""
+        return await run_detached(self._charge(person_id, run_id, index, agent, trigger, model, usage, announce))
 
     async def _charge(
-        self, person_id: str, run_id: str, index: int, agent: str, trigger: str, model: str, usage: dict[str, int]
+        self,
+        person_id: str,
+        run_id: str,
+        index: int,
+        agent: str,
+        trigger: str,
+        model: str,
+        usage: dict[str, int],
+        announce: bool,
     ) -> int:
         at = await self._runs.record_call(run_id, index=index, model=model, usage=usage)
-        return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at)
+        return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at, announce=announce)
 
     async def _settle(
         self,
@@ -119,6 +138,8 @@ class Wallet:
         model: str,
         usage: dict[str, int],
         at: datetime,
+        *,
+        announce: bool = True,
     ) -> int:
         transaction = await charge_model_call(
             self._ledger,
@@ -134,7 +155,7 @@ class Wallet:
         )
         cost = _debited(transaction)
         await self._runs.record_cost(run_id, index=index, cost_micros=cost)
-        if transaction is not None and not transaction.replayed:
+        if announce and transaction is not None and not transaction.replayed:
             await self.announce(person_id)
         return cost
 

@@ -6,7 +6,7 @@ of their own) from `main.py`."""
 from database.embedded import EmbeddedPostgres
 from database.listener import Listener
 from database.migrations import MIGRATION_SOURCES, apply_migrations
-from database.pool import TurnPool, create_pool, holding
+from database.pool import TurnPool, create_pool, holding, holding_own
 
 __all__ = [
     "MIGRATION_SOURCES",
@@ -16,4 +16,5 @@ __all__ = [
     "apply_migrations",
     "create_pool",
     "holding",
+    "holding_own",
 ]

@@ -93,6 +93,15 @@ async def holding(conn: Conn) -> AsyncIterator[None]:
         await asyncio.shield(held.close())
 
 
+@contextlib.asynccontextmanager
+async def holding_own(pool: asyncpg.Pool) -> AsyncIterator[None]:
+    """Like `holding`, on a connection checked out of `pool` for the block: for work that
+    runs beside a turn (its bookkeeping, chat.bookkeeping) and must not queue on the
+    turn's connection. `pool` is the real pool, never a `TurnPool`."""
+    async with pool.acquire() as conn, holding(conn):
+        yield
+
+
 class TurnPool:
     """The pool's interface (what the stores use of it) over a real pool, running the
     statements of a task inside `holding` on the held connection."""

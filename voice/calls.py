@@ -154,14 +154,45 @@ class CallRegistry:
                 yield call
 
 
+def _report_after_reply(said: asyncio.Future[SpokenReply], call_id: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A turn that fails after its reply was spoken has nobody left to tell: it is logged."""
+
+    def report(turn: asyncio.Future[Any]) -> None:
+        if turn.cancelled():
+            return
+        # Read in every case (so asyncio never warns); before the reply, `run` raises it.
+        if (exc := turn.exception()) is not None and said.done():
+            log.error("voice turn failed after its reply was spoken", exc_info=exc, extra={"call": call_id})
+
+    return report
+
+
 def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
     """A call's turns go through the same router, runtime, thread and wallet as text. A
     turn refused on a live call is never silence: Ava says why, and an error that ends
     the call (an empty wallet) names the hang-up reason."""
 
     async def run(text: str) -> SpokenReply | None:
+        # Ava's reply is spoken as soon as she has said it; the turn writes it down and
+        # settles its charges meanwhile (its end is still waited for by the next turn,
+        # which queues on the thread). The turn itself is detached: a hang-up never cuts it.
+        said: asyncio.Future[SpokenReply] = asyncio.get_running_loop().create_future()
+
+        def heard(reply: SpokenReply) -> None:
+            if not said.done():
+                said.set_result(reply)
+
+        turn = asyncio.ensure_future(
+            run_detached(
+                turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone, on_reply=heard)  # type: ignore[arg-type]
+            )
+        )
+        turn.add_done_callback(_report_after_reply(said, call.id))
         try:
-            result = await run_detached(turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone))  # type: ignore[arg-type]
+            await asyncio.wait((turn, said), return_when=asyncio.FIRST_COMPLETED)
+            if said.done():
+                return said.result()
+            result = turn.result()
         except DOMAIN_ERRORS as exc:
             log.info("voice turn refused: %s", getattr(exc, "type", ""), extra={"call": call.id})
             notice, reason = notice_for(exc)
