@@ -22,7 +22,7 @@ from agents import (
 )
 from chat import Person, Turns, Wallet
 from chat.memory import MemoryEvents, MemoryPeople, MemoryRuns, MemoryThreads
-from ledger import InsufficientBalance, top_up, user_account
+from ledger import InsufficientBalance, Transaction, TransactionSpec, top_up, user_account
 from ledger.memory import MemoryLedger, MemoryPrices
 
 JAKARTA = ZoneInfo("Asia/Jakarta")
@@ -231,8 +231,8 @@ async def test_a_charge_that_cannot_be_written_fails_its_run_at_the_end_and_the_
     w = world()
     me = await w.person()
 
-    async def broken(**_: object) -> object:
-        raise RuntimeError("the ledger is gone")
+    async def broken(*, spec: TransactionSpec) -> Transaction:
+        raise RuntimeError(f"the ledger is gone ({spec.ref})")
 
     w.ledger.transact = broken  # type: ignore[method-assign]
     w.model.extend([ModelResponse("Hello!")])
