@@ -15,15 +15,16 @@ from agents.offline.skills import lead_turn, specialist_turn
 MODEL_NAME = "offline-1"
 
 
-def _estimate_tokens(text: str) -> int:
-    return max(1, (len(text) + 3) // 4)
+def _estimate_chars(chars: int) -> int:
+    return max(1, (chars + 3) // 4)
 
 
-def _content_text(content: Content) -> str:
-    parts = [content.text]
-    parts += [json.dumps(c.args) for c in content.calls]
-    parts += [json.dumps(r.response, default=str) for r in content.results]
-    return "".join(parts)
+def _content_chars(content: Content) -> int:
+    """How long the content is as the model reads it (text, call arguments, tool results)."""
+    chars = len(content.text)
+    chars += sum(len(json.dumps(c.args)) for c in content.calls)
+    chars += sum(len(json.dumps(r.response, default=str)) for r in content.results)
+    return chars
 
 
 class OfflineModel:
@@ -38,7 +39,9 @@ class OfflineModel:
 
 
 def _usage(request: ModelRequest, text: str, calls: list[FunctionCall]) -> Usage:
-    seen = request.system + "".join(_content_text(c) for c in request.contents)
-    seen += "".join(json.dumps(t.parameters) + t.description for t in request.tools)
-    said = text + "".join(json.dumps(c.args) + c.name for c in calls)
-    return Usage(prompt_tokens=_estimate_tokens(seen), output_tokens=_estimate_tokens(said))
+    # Lengths summed rather than the whole request joined: the same estimate, without
+    # building a copy of the history on every call.
+    seen = len(request.system) + sum(_content_chars(c) for c in request.contents)
+    seen += sum(len(json.dumps(t.parameters)) + len(t.description) for t in request.tools)
+    said = len(text) + sum(len(json.dumps(c.args)) + len(c.name) for c in calls)
+    return Usage(prompt_tokens=_estimate_chars(seen), output_tokens=_estimate_chars(said))

@@ -5,9 +5,10 @@ offline model knows comes from the request, nothing else."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -50,11 +51,21 @@ class Situation:
     # The person's local clock as the session layer states it: ("2026-11-30", "09:00", "Monday").
     clock: tuple[str, str, str] | None = None
     local_now: datetime | None = None  # the same clock, aware, in the person's zone
+    # The lines a run acts on, worked out on first use: the skills ask for the request
+    # many times per call, over a history of up to 200 lines. Not an init field, so a
+    # situation `replace`d with other lines works them out again.
+    _human: tuple[Line, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def _human_lines(self) -> list[Line]:
-        return [
-            line for line in self.lines if line.by_human or (self.trigger == "postera" and line.author == NOTE_AUTHOR)
-        ]
+    def _human_lines(self) -> tuple[Line, ...]:
+        if self._human is None:
+            human = tuple(
+                line
+                for line in self.lines
+                if line.by_human or (self.trigger == "postera" and line.author == NOTE_AUTHOR)
+            )
+            object.__setattr__(self, "_human", human)
+            return human
+        return self._human
 
     @property
     def request(self) -> str:
@@ -106,9 +117,9 @@ def read_situation(request: ModelRequest) -> Situation:
         if content.results:
             results.extend((r.name, r.response) for r in content.results)
         elif content.text and not content.calls:
-            match = _LINE.match(content.text)
-            if match:
-                lines.append(Line(match.group(2), match.group(3)))
+            line = _line(content.text)
+            if line is not None:
+                lines.append(line)
     return Situation(
         local_now=_local_now(system),
         agent=agent if agent in AGENTS else "ava",
@@ -118,9 +129,22 @@ def read_situation(request: ModelRequest) -> Situation:
         lines=tuple(lines),
         results=tuple(results),
         tools=tuple(t.name for t in request.tools),
-        team=tuple(read_team(system)),
+        team=_team(system),
         clock=(now_match.group(1)[:10], now_match.group(1)[11:], now_match.group(2)) if now_match else None,
     )
+
+
+# A turn's runs read the same history lines and instructions on each of their model
+# calls; parsed once per process for as long as they keep coming (lines are immutable).
+@functools.lru_cache(maxsize=4096)
+def _line(text: str) -> Line | None:
+    match = _LINE.match(text)
+    return Line(match.group(2), match.group(3)) if match else None
+
+
+@functools.lru_cache(maxsize=64)
+def _team(system: str) -> tuple[Member, ...]:
+    return tuple(read_team(system))
 
 
 def _local_now(system: str) -> datetime | None:
