@@ -30,7 +30,8 @@ import logging
 import secrets
 import socket
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -43,6 +44,7 @@ from starlette.exceptions import HTTPException
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
 from chat import Learning, LocalTokens
+from chat.bookkeeping import Books
 from main import running
 from settings import Settings
 
@@ -283,9 +285,31 @@ class Baseline:
             return await _Work(self._pool, self._lock_pool, self._prices, held=conn).turn(person_id, text)
 
 
+# The connection a baseline request's bookkeeping writes run on, for the writer task.
+_BOOKS_CONN: ContextVar["PoolConnectionProxy[asyncpg.Record] | None"] = ContextVar("bench_books", default=None)
+
+
+class _Inline:
+    """Bookkeeping on the one held connection: the writes run where the turn waits for
+    them (a connection serves one statement at a time), the same statements."""
+
+    def __init__(self) -> None:
+        self._pending: list[Callable[[], Awaitable[object]]] = []
+
+    def write(self, work: Callable[[], Awaitable[object]]) -> None:
+        self._pending.append(work)
+
+    async def settled(self) -> None:
+        pending, self._pending = self._pending, []
+        for work in pending:
+            await work()
+
+
 class _Work:
     """The statements of one baseline request: on pooled connections until the lock is
-    taken, then on the lock's connection; or all on one held connection."""
+    taken, then on the lock's connection, the bookkeeping (charges, tool records, run
+    ends, the balance announced) beside them on a pooled connection of its own, through
+    the product's `Books`; or all on one held connection."""
 
     def __init__(
         self,
@@ -302,10 +326,23 @@ class _Work:
         self._locked: PoolConnectionProxy[asyncpg.Record] | None = None
 
     @contextlib.asynccontextmanager
+    async def _apart(self) -> AsyncIterator[None]:  # database.holding_own
+        async with self._pool.acquire() as conn:
+            token = _BOOKS_CONN.set(conn)
+            try:
+                yield
+            finally:
+                _BOOKS_CONN.reset(token)
+
+    @contextlib.asynccontextmanager
     async def _conn(self, *, pooled: bool = False) -> AsyncIterator["PoolConnectionProxy[asyncpg.Record]"]:
-        """The held connection, else the lock's while the thread is held (unless `pooled`), else a pooled one."""
+        """The held connection, else the bookkeeping's in its writer, else the lock's while the
+        thread is held (unless `pooled`), else a pooled one."""
+        books = _BOOKS_CONN.get()
         if self._held is not None:
             yield self._held
+        elif books is not None:
+            yield books
         elif self._locked is not None and not pooled:
             yield self._locked
         else:
@@ -351,18 +388,25 @@ class _Work:
         return {"messages": [_jsonable(m) for m in messages], "runs": [_jsonable(r) for r in runs]}
 
     async def _writes(self, person_id: str, text: str) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
+        books: Books | _Inline = _Inline() if self._held is not None else Books(self._apart)
+        finished: dict[str, asyncpg.Record] = {}
+
+        async def finish(run_id: str) -> None:
+            finished[run_id] = await self._finish(run_id)
+
         origin = await self._append(person_id, "human", text, None)
         ava = await self._start(person_id, "ava", "human", None, origin["id"], origin["id"])
         await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history: once per turn
         # Turns._facts_of on a pooled connection: every word, then (finding fewer than the limit) any word.
         await self._fetch(_FACTS_SQL, person_id, " & ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
         await self._fetch(_FACTS_SQL, person_id, " | ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
-        await self._charge(person_id, ava, 1, "ava", "human")
+        books.write(lambda: self._charge(person_id, ava, 1, "ava", "human"))
+        await books.settled()  # Turns.delegate: the balance counts the calls made so far
         await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.has_balance before handing on
         handoff = await self._append(person_id, "ava", "@zee", ava)
         zee = await self._start(person_id, "zee", "ava", ava, handoff["id"], origin["id"])
         # Zee's history is Ava's page and the handoff, handed on: no read.
-        await self._charge(person_id, zee, 1, "zee", "ava")
+        books.write(lambda: self._charge(person_id, zee, 1, "zee", "ava"))
         # Zee's tools look at the home first (SandboxHome.list_devices: seed, a no-op once
         # seeded, then the list), then SandboxHome.send_commands: seed, read, write.
         await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
@@ -371,14 +415,16 @@ class _Work:
         await self._fetchrow(_DEVICE_SQL, person_id, DEVICE_ID)
         await self._execute(_SWITCH_SQL, person_id, DEVICE_ID, {"switch_led": True})
         command_args = {"device_id": DEVICE_ID, "commands": COMMANDS}
-        await self._execute(_TOOL_SQL, zee, "send_commands", command_args, {"ok": True})  # Runs.record_tool
-        await self._charge(person_id, zee, 2, "zee", "ava")
+        books.write(lambda: self._execute(_TOOL_SQL, zee, "send_commands", command_args, {"ok": True}))
+        books.write(lambda: self._charge(person_id, zee, 2, "zee", "ava"))
         done = await self._append(person_id, "zee", "Done.", zee)
-        zee_run = await self._finish(zee)
-        await self._execute(_TOOL_SQL, ava, "zee", {"tag": "@zee"}, {"response": "Done."})
-        await self._charge(person_id, ava, 2, "ava", "human")
-        ava_run = await self._finish(ava)
-        return [origin, handoff, done], [ava_run, zee_run]
+        books.write(lambda: finish(zee))
+        books.write(lambda: self._execute(_TOOL_SQL, ava, "zee", {"tag": "@zee"}, {"response": "Done."}))
+        books.write(lambda: self._charge(person_id, ava, 2, "ava", "human"))
+        books.write(lambda: self._announce(person_id))  # Turns._run: once per turn, after the last charge
+        books.write(lambda: finish(ava))
+        await books.settled()  # Turns.post: the turn's end
+        return [origin, handoff, done], [finished[ava], finished[zee]]
 
     async def _price(self) -> asyncpg.Record:  # PriceBook.price_for, from the rows kept in process
         if _MODEL not in self._prices:
@@ -407,7 +453,9 @@ class _Work:
             [-cost, cost],
         )  # fmt: skip
         await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost
-        balance = await self._fetchrow(_BALANCE_SQL, account)  # Wallet.announce
+
+    async def _announce(self, person_id: str) -> None:  # Wallet.announce
+        balance = await self._fetchrow(_BALANCE_SQL, f"user:{person_id}:IDR")
         assert balance is not None
         shown = f"Rp{balance[0] // 1_000_000:,}".replace(",", ".")
         await self._execute(_EVENT_SQL, person_id, "wallet.changed", {"balance_micros": balance[0], "balance": shown})

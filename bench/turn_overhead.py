@@ -60,7 +60,10 @@ TURN_TEXT = "turn on the bedroom light"
 TURN_PATH = "/v1/messages"
 # The target compares with "baseline"; "baseline, 1 conn" prices the per-statement check-outs.
 KINDS = {"turn": TURN_PATH, "baseline": "/bench/baseline", "baseline, 1 conn": "/bench/baseline-one-connection"}
-# What a one-connection request may do differently from a turn; everything else must match.
+# What may differ between a turn and its baselines; everything else must match. A turn's
+# bookkeeping (chat.bookkeeping) takes a pooled connection for each burst of writes, and
+# where the bursts break depends on timing (the baseline uses the same `Books`), so the
+# check-outs and their resets are shown, not compared; a one-connection request takes none.
 CHECKOUT_COUNTS = ("pool check-outs", "round trips")
 TARGET_RATIO = 2.0
 # The learning worker's pass over one turn's messages: background work, traced apart.
@@ -437,8 +440,11 @@ def trace_table(traces: dict[str, dict[str, Any]]) -> tuple[list[str], bool]:
     lookups = " | ".join(str(traced["type look-ups"]) for traced in traces.values())
     lines.append(f"| asyncpg type look-ups (first use on a connection; not compared) | {lookups} |")
     lines.append(f"| messages learned (not compared) | - | - | - | {learned} |")
-    matched = summaries["baseline"] == turn and all(
-        summaries["baseline, 1 conn"].get(name) == count for name, count in turn.items() if name not in CHECKOUT_COUNTS
+    matched = all(
+        summaries[kind].get(name) == count
+        for kind in ("baseline", "baseline, 1 conn")
+        for name, count in turn.items()
+        if name not in CHECKOUT_COUNTS
     )
     return lines, matched
 
