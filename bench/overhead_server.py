@@ -407,11 +407,11 @@ class _Work:
         zee = await self._start(person_id, "zee", "ava", ava, handoff["id"], origin["id"])
         # Zee's history is Ava's page and the handoff, handed on: no read.
         books.write(lambda: self._charge(person_id, zee, 1, "zee", "ava"))
-        # Zee's tools look at the home first (SandboxHome.list_devices: seed, a no-op once
-        # seeded, then the list), then SandboxHome.send_commands: seed, read, write.
-        await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
-        await self._fetch(_DEVICES_SQL, person_id)
-        await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
+        # Zee's tools look at the home first (SandboxHome.list_devices: the list; seeded only
+        # when it comes back empty, as at the warm-up), then SandboxHome.send_commands: read, write.
+        if not await self._fetch(_DEVICES_SQL, person_id):
+            await self._execute(_SEED_DEVICES_SQL, person_id, _DEVICES)
+            await self._fetch(_DEVICES_SQL, person_id)
         await self._fetchrow(_DEVICE_SQL, person_id, DEVICE_ID)
         await self._execute(_SWITCH_SQL, person_id, DEVICE_ID, {"switch_led": True})
         command_args = {"device_id": DEVICE_ID, "commands": COMMANDS}
