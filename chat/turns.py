@@ -270,15 +270,8 @@ class Turns:
                 message = await self._threads.append(
                     person.id, author="human", text=text, channel=channel, client_id=client_id
                 )
-                turn = _Turn(
-                    person=person,
-                    channel=channel,
-                    zone=zone,
-                    origin=message,
-                    written=[message],
-                    facts_lookup=facts,
-                    books=Books(self._apart),
-                    on_reply=on_reply if channel != "text" else None,
+                turn = self._begin(
+                    person, channel, zone, message, facts_lookup=facts, on_reply=on_reply if channel != "text" else None
                 )
                 _, reply = await self._run(
                     turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
@@ -314,14 +307,7 @@ class Turns:
             if not await self._runs.of_origin(person.id, message.id):
                 if not await self._wallet.has_balance(person.id):
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
-                turn = _Turn(
-                    person=person,
-                    channel=channel,
-                    zone=zone,
-                    origin=message,
-                    written=[message],
-                    books=Books(self._apart),
-                )
+                turn = self._begin(person, channel, zone, message)
                 _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
                 await turn.books.settled()
         # A wake that ran now answers from what it wrote; a repeated one reads the first's.
@@ -332,6 +318,28 @@ class Turns:
         said = [m.text for m in result.messages if m.id != message.id and not (m.author == "ava" and m.text[:1] == "@")]
         reply = said[-1] if said else ""
         return Woken(run_id=lead.id if lead else None, reply=reply, outcome="ran" if said else "silent", raw=raw)
+
+    def _begin(
+        self,
+        person: Person,
+        channel: Channel,
+        zone: ZoneInfo,
+        origin: Message,
+        *,
+        facts_lookup: asyncio.Task[tuple[str, ...]] | None = None,
+        on_reply: Callable[[SpokenReply], None] | None = None,
+    ) -> _Turn:
+        """A turn started by `origin`, with books of its own."""
+        return _Turn(
+            person=person,
+            channel=channel,
+            zone=zone,
+            origin=origin,
+            written=[origin],
+            facts_lookup=facts_lookup,
+            books=Books(self._apart),
+            on_reply=on_reply,
+        )
 
     async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
         message = await self._threads.by_client_id(person.id, client_id)

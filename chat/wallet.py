@@ -112,21 +112,12 @@ class Wallet:
         The whole sequence runs to the end even if the request that started it is gone.
         `announce=False`: the caller announces the balance itself, once for several
         charges (a turn does, when its last charge is written)."""
-        return await run_detached(self._charge(person_id, run_id, index, agent, trigger, model, usage, announce))
 
-    async def _charge(
-        self,
-        person_id: str,
-        run_id: str,
-        index: int,
-        agent: str,
-        trigger: str,
-        model: str,
-        usage: dict[str, int],
-        announce: bool,
-    ) -> int:
-        at = await self._runs.record_call(run_id, index=index, model=model, usage=usage)
-        return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at, announce=announce)
+        async def charge() -> int:
+            at = await self._runs.record_call(run_id, index=index, model=model, usage=usage)
+            return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at, announce=announce)
+
+        return await run_detached(charge())
 
     async def _settle(
         self,
