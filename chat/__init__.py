@@ -4,7 +4,7 @@ Other domains and main.py import only what is listed here.
 """
 
 from chat.api import ChatApi, build_router, parse_zone
-from chat.detached import cancel_detached, drain_detached, run_detached
+from chat.detached import cancel_detached, detach, drain_detached, run_detached
 from chat.edge import (
     DATABASE_GONE,
     HTTP_STATUS,
@@ -76,6 +76,7 @@ __all__ = [
     "build_router",
     "build_wallet_router",
     "cancel_detached",
+    "detach",
     "drain_detached",
     "mentions",
     "no_wakes",

@@ -82,6 +82,13 @@ class Books:
                 # queued behind a writer that is already leaving.
                 self._writer = None
         except BaseException as exc:
+            if self._writer is not asyncio.current_task():
+                # The connection failed on its way back, after the queue emptied: anything
+                # queued since belongs to a newer writer, which is left to it.
+                if not isinstance(exc, Exception):
+                    raise
+                log.warning("a turn's bookkeeping connection failed on release: %s", type(exc).__name__)
+                return
             # No connection, or a forced stop: what is still queued is not written, and
             # whoever waits for it hears so instead of waiting for ever.
             self._writer = None

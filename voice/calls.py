@@ -35,7 +35,7 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
-from chat import Person, Turns, run_detached
+from chat import Person, Turns, detach
 from voice.agent import VoiceTurn
 from voice.edge import DOMAIN_ERRORS, notice_for
 from voice.errors import CallInProgress, CallsBusy
@@ -182,10 +182,9 @@ def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
             if not said.done():
                 said.set_result(reply)
 
-        turn = asyncio.ensure_future(
-            run_detached(
-                turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone, on_reply=heard)  # type: ignore[arg-type]
-            )
+        turn = detach(
+            turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone, on_reply=heard),  # type: ignore[arg-type]
+            name="voice-turn",
         )
         turn.add_done_callback(_report_after_reply(said, call.id))
         try:
