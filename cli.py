@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from agents import Model
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from main import build_migrations, eval_product, records, running, session_secret
+from main import build_migrations, eval_product, freeze_startup_heap, records, running, session_secret
 from scenarios import ScenarioError, SuiteResult, bundled_suites, load_suite, render, run_suite
 from settings import Settings
 
@@ -133,6 +133,7 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
     with stop.installed():
         async with running(settings, model=model) as (services, app):
             log.info("ports: %s", ", ".join(f"{k}={v}" for k, v in services.adapters.items()))
+            frozen = asyncio.create_task(freeze_startup_heap(services), name="freeze-startup-heap")
             config = uvicorn.Config(
                 app,
                 host=settings.host,
@@ -144,6 +145,7 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
             stop.server = _server_class()(config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls)
             if not stop.requested:  # a signal during startup skips serving
                 await stop.server.serve()
+            frozen.cancel()  # a stop before the models loaded: nothing left to freeze for
             if stop.forced:
                 cancel_detached()  # nothing more is waited for; the next startup's sweep settles it
             log.info("closing: turns, charges, event hub, database")

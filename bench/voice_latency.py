@@ -806,6 +806,26 @@ def turns_table(turns: list[Turn]) -> list[str]:
     return lines
 
 
+def collector_line(turns: list[Turn], passes: list[dict[str, float]]) -> str:
+    """The server's garbage collector while the levels ran: a pass of the oldest
+    generation stops the event loop for as long as it walks the heap (the server freezes
+    what startup built, main.freeze_startup_heap, so that this is short)."""
+    first = min((t.started_at for t in turns), default=0.0)
+    during = [p for p in passes if p["t"] >= first]
+    parts = []
+    for generation in (2, 1):
+        of = [p["s"] for p in during if p["generation"] == generation]
+        longest = f", longest {max(of) * 1000:.1f} ms" if of else ""
+        parts.append(f"{len(of)} of generation {generation}{longest}")
+    shares = [(moment(t, "turn_end"), moment(t, "first_write")) for t in turns]
+    spans = [(a, b) for a, b in shares if a is not None and b is not None]
+    inside = sum(1 for p in during if p["generation"] >= 1 and any(a <= p["t"] <= b for a, b in spans))
+    return (
+        f"The server's garbage collector while the levels ran: {'; '.join(parts)}; "
+        f"{inside} of those began inside a turn's server share."
+    )
+
+
 def report(solo: list[Turn], crowd: list[Turn], floor: Floor, context: dict[str, Any]) -> str:
     calls = context["calls"]
     everything = solo + crowd
@@ -847,6 +867,8 @@ def report(solo: list[Turn], crowd: list[Turn], floor: Floor, context: dict[str,
         f"the expected reply: {failed}. `clear` events during a reply (barge-ins): {clears}. User turns "
         f"Pipecat stopped before their transcript came (its 5 s user_turn_stop_timeout): "
         + (f"{early['1 call']} at 1 call, {early['calls']} at {calls} calls." if observed else "not observed."),
+        "",
+        collector_line(everything, context["collections"]),
         "",
         "Every turn (ms after the end of speech; proxy = user transcript event -> first non-silent byte):",
         "",
@@ -928,11 +950,12 @@ async def measure(
         )
         timelines = (await client.get("/bench/voice/timelines")).raise_for_status().json()
         attach_timelines(solo + crowd, timelines)
+        collections = (await client.get("/bench/voice/collections")).raise_for_status().json()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_name(args.out.stem + "_timelines.json").write_text(json.dumps(timelines, indent=1))
     context = {"config": config, "pg_version": pg_version, "pg_source": pg_source, "calls": args.calls,
                "cpu": {"solo": solo_cpu, "crowd": crowd_cpu, "floor": f"{floor_s:.0f} s"},
-               "lateness_s": lateness_s}  # fmt: skip
+               "lateness_s": lateness_s, "collections": collections}  # fmt: skip
     return solo, crowd, floor, context
 
 

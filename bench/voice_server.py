@@ -29,6 +29,7 @@ recorded; `GET /bench/voice/config` the settings in force.
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import socket
 import time
@@ -60,7 +61,7 @@ from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.services.stt_service import STTService
 from pydantic import SecretStr
 
-from main import running
+from main import freeze_startup_heap, running
 from settings import Settings
 from voice import Engines
 
@@ -166,15 +167,39 @@ def observed(engines: Engines, timelines: dict[str, list[dict[str, Any]]]) -> En
     return Engines(stt=stt, tts=engines.tts)
 
 
-def add_bench_routes(app: FastAPI, timelines: dict[str, list[dict[str, Any]]], config: dict[str, Any]) -> None:
+class Collections:
+    """Every pass of the garbage collector in this process from now on: its generation,
+    when it began (time.monotonic) and how long it stopped the interpreter. A full pass
+    stops the event loop, calls included, for as long as it walks the heap."""
+
+    def __init__(self) -> None:
+        self.passes: list[dict[str, float]] = []
+        self._started = 0.0
+        gc.callbacks.append(self._heard)
+
+    def _heard(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.monotonic()
+        else:
+            took = time.monotonic() - self._started
+            self.passes.append({"generation": info["generation"], "t": self._started, "s": took})
+
+
+def add_bench_routes(
+    app: FastAPI, timelines: dict[str, list[dict[str, Any]]], config: dict[str, Any], collections: Collections
+) -> None:
     async def get_timelines() -> dict[str, list[dict[str, Any]]]:
         return timelines
+
+    async def get_collections() -> list[dict[str, float]]:
+        return collections.passes
 
     async def get_config() -> dict[str, Any]:
         return config
 
     app.add_api_route("/bench/voice/timelines", get_timelines, methods=["GET"])
     app.add_api_route("/bench/voice/config", get_config, methods=["GET"])
+    app.add_api_route("/bench/voice/collections", get_collections, methods=["GET"])
 
 
 async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -> None:
@@ -201,12 +226,15 @@ async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -
             "adapters": services.adapters,
             "observer": observe,
         }
-        add_bench_routes(app, timelines, config)
+        add_bench_routes(app, timelines, config, Collections())
+        # As `avagenc serve`: startup's objects leave the collector's sight once built.
+        frozen = asyncio.create_task(freeze_startup_heap(services), name="freeze-startup-heap")
         # The driver made and bound the listening socket, so it knew the port before we ran.
         listener = socket.socket(fileno=fd)
         # As `avagenc serve`: access log on, lifespan off, the loop asyncio.run gave us.
         server = uvicorn.Server(uvicorn.Config(TagCalls(app), log_level="info", lifespan="off"))
         await server.serve(sockets=[listener])
+        frozen.cancel()
 
 
 def main() -> None:

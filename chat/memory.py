@@ -114,6 +114,9 @@ class MemoryThreads:
         runs = set(run_ids)
         return [m for m in self._messages.get(person_id, []) if m.id == origin_id or m.run_id in runs]
 
+    async def commit_lazily(self) -> None:
+        """Memory has no disk to wait for."""
+
     @asynccontextmanager
     async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
         lock = self._locks.setdefault(person_id, asyncio.Lock())

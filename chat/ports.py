@@ -53,6 +53,12 @@ class ThreadStore(Protocol):
         """Hold the person's thread for one whole turn; `ThreadBusy` after `wait_s`."""
         ...
 
+    async def commit_lazily(self) -> None:
+        """Inside `turn`: until the turn lets the thread go, its writes may commit without
+        waiting for the disk; they become durable with the next write that does wait (the
+        turn's bookkeeping, chat.bookkeeping), which the turn waits for before it ends."""
+        ...
+
 
 class RunStore(Protocol):
     """Runs: started `running`, finished exactly once, with usage, tool calls and cost."""

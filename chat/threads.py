@@ -64,6 +64,7 @@ SELECT {_COLUMNS} FROM messages WHERE person_id = $1 AND (id = $2 OR run_id = AN
 _LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('thread:' || $1, 0))"
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended('thread:' || $1, 0))"
 _TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('thread:' || $1, 0))"
+_LAZY_COMMITS_SQL = "SET synchronous_commit = off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +176,20 @@ class Threads:
         """The message that started a turn and every message its runs wrote."""
         rows = await self._pool.fetch(_OF_RUNS_SQL, person_id, origin_id, list(run_ids))
         return [_message(r) for r in rows]
+
+    async def commit_lazily(self) -> None:
+        """Inside `turn`: the turn's statements run on the lock's connection, and from now
+        on its commits return without waiting for the write-ahead log to reach the disk.
+
+        Why: a commit that waits for the disk costs 1-2 ms here and, when the disk stalls,
+        tens to hundreds; a home request commits five times between the person's words and
+        Ava's reply. Nothing is lost that was not at risk anyway: the log is one ordered
+        stream, so the turn's next commit that does wait (its bookkeeping's, on a
+        connection of its own, which the turn waits for before it ends) makes every earlier
+        one durable too, and a crash before that keeps a prefix of the turn's writes, never
+        a later write without an earlier one. The setting lives on the lock's connection
+        and is reset when the connection goes back to its pool (asyncpg's RESET ALL)."""
+        await self._pool.execute(_LAZY_COMMITS_SQL)
 
     @asynccontextmanager
     async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:

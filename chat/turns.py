@@ -126,6 +126,9 @@ class _Turn:
     # The charges and tool records of its runs, written beside the turn (chat.bookkeeping).
     books: Books = field(default_factory=Books)
     charged: bool = False  # a model call of the turn was charged (so its balance is announced)
+    # What the charges queued on the books and not yet written will take from the wallet;
+    # None once a call's cost could not be worked out (a handoff then waits for the books).
+    unsettled_micros: int | None = 0
     # On a call: told what the person will hear as soon as the lead agent has said it,
     # before the turn writes it down and settles its charges (None: told nothing early).
     on_reply: Callable[[SpokenReply], None] | None = None
@@ -149,32 +152,47 @@ class _Recorder:
     """Writes down what a run does as it does it: each model call's charge and each tool
     call, queued on the turn's books in the order they happened (the run goes on meanwhile)."""
 
-    def __init__(self, runs: RunStore, wallet: Wallet, books: Books, run: Run, person_id: str) -> None:
+    def __init__(self, runs: RunStore, wallet: Wallet, turn: _Turn, run: Run) -> None:
         self._runs = runs
         self._wallet = wallet
-        self._books = books
+        self._turn = turn
         self._run = run
-        self._person_id = person_id
         # A charge or tool record that could not be written fails the run when it ends
         # (its reply may already be out), as a charge failing inside the run used to.
         self.failed = False
         self.charged = False
 
-    def _write(self, work: Callable[[], Awaitable[object]]) -> None:
+    def _write(self, work: Callable[[], Awaitable[object]], *, then: Callable[[], None] | None = None) -> None:
+        """Queue `work` on the turn's books; `then` runs once it is written."""
+
         async def tracked() -> None:
             try:
                 await work()
             except Exception:
                 log.exception("run %s: a charge or tool record could not be written", self._run.id)
                 self.failed = True
+            else:
+                if then is not None:
+                    then()
 
-        self._books.write(tracked)
+        self._turn.books.write(tracked)
 
     async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
-        run, spent = self._run, usage.as_dict()
+        run, spent, turn = self._run, usage.as_dict(), self._turn
+        try:
+            cost: int | None = await self._wallet.cost_of_call(model=model, usage=spent)
+        except Exception as exc:  # no price: the charge itself will say so; a handoff waits for it
+            log.warning("run %s: the cost of call %d is unknown: %s", run.id, index, type(exc).__name__)
+            cost = None
+        turn.unsettled_micros = None if cost is None or turn.unsettled_micros is None else turn.unsettled_micros + cost
+
+        def written() -> None:
+            if cost is not None and turn.unsettled_micros is not None:
+                turn.unsettled_micros -= cost
+
         self._write(
             lambda: self._wallet.charge_call(
-                person_id=self._person_id,
+                person_id=turn.person.id,
                 run_id=run.id,
                 index=index,
                 agent=run.agent,
@@ -182,7 +200,8 @@ class _Recorder:
                 model=model,
                 usage=spent,
                 announce=False,  # the turn announces the balance once, after its last charge
-            )
+            ),
+            then=written,
         )
         self.charged = True
 
@@ -270,6 +289,7 @@ class Turns:
                 message = await self._threads.append(
                     person.id, author="human", text=text, channel=channel, client_id=client_id
                 )
+                await self._commit_lazily()
                 turn = self._begin(
                     person, channel, zone, message, facts_lookup=facts, on_reply=on_reply if channel != "text" else None
                 )
@@ -304,6 +324,7 @@ class Turns:
                     person.id, author=POSTERA, text=text[:TEXT_CHARS_MAX], channel=channel, client_id=client_id
                 )
             turn: _Turn | None = None
+            await self._commit_lazily()
             if not await self._runs.of_origin(person.id, message.id):
                 if not await self._wallet.has_balance(person.id):
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
@@ -318,6 +339,14 @@ class Turns:
         said = [m.text for m in result.messages if m.id != message.id and not (m.author == "ava" and m.text[:1] == "@")]
         reply = said[-1] if said else ""
         return Woken(run_id=lead.id if lead else None, reply=reply, outcome="ran" if said else "silent", raw=raw)
+
+    async def _commit_lazily(self) -> None:
+        """Once the message that starts a turn is written (durably: the person's words, a
+        note), the turn's own writes commit without waiting for the disk, when its
+        bookkeeping commits on a connection of its own: that is the durable commit the
+        turn waits for at its end, and it makes the earlier ones durable too."""
+        if self._apart is not None:
+            await self._threads.commit_lazily()
 
     def _begin(
         self,
@@ -364,8 +393,7 @@ class Turns:
 
     def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
         async def delegate(specialist: AgentSpec, tag: str) -> str:
-            await turn.books.settled()  # the balance counts the calls this turn has made
-            if not await self._wallet.has_balance(turn.person.id):
+            if not await self._may_hand_on(turn):
                 raise _WalletEmptyAtHandoff(specialist)
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
@@ -388,6 +416,19 @@ class Turns:
             delegate=delegate if agent.role == "lead" else None,
         )
         return self._toolbox.tools_for(agent.name, context)
+
+    async def _may_hand_on(self, turn: _Turn) -> bool:
+        """Whether the wallet is not empty, counting the calls this turn has made (SPEC §11:
+        re-checked before each specialist run). Their charges may still be on the books:
+        the balance read now, less every charge not yet known to be written when it was
+        read, is the least the wallet can hold once they are (a charge written during the
+        read is counted twice, never missed). Only when that is not above zero, or a cost
+        is unknown, does the turn wait for its books and read the balance again."""
+        unsettled = turn.unsettled_micros
+        if unsettled is not None and await self._wallet.balance_micros(turn.person.id) - unsettled > 0:
+            return True
+        await turn.books.settled()
+        return await self._wallet.has_balance(turn.person.id)
 
     def _look_up_facts(self, person: Person, text: str) -> asyncio.Task[tuple[str, ...]] | None:
         """Start looking up the facts that bear on `text` (see `_facts_of`)."""
@@ -501,7 +542,7 @@ class Turns:
             channel=turn.channel,
         )
         turn.started(run)
-        recorder = _Recorder(self._runs, self._wallet, turn.books, run, turn.person.id)
+        recorder = _Recorder(self._runs, self._wallet, turn, run)
         reply, error = await self._attempt(
             turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message, recorder=recorder
         )

@@ -26,6 +26,7 @@ from ledger import (
     Transaction,
     VoicePriceBook,
     VoiceUsage,
+    call_cost,
     charge_model_call,
     charge_voice_usage,
     format_rupiah,
@@ -89,6 +90,11 @@ class Wallet:
         except InsufficientBalance:
             return False
         return True
+
+    async def cost_of_call(self, *, model: str, usage: dict[str, int]) -> int:
+        """What a model call that used `usage` costs now, in micro-rupiah; nothing is
+        written (prices are cached in process, so this rarely reads the database)."""
+        return await call_cost(self._prices, model=model, tokens=token_usage(usage), at=datetime.now(UTC))
 
     async def announce(self, person_id: str) -> None:
         balance = await self.balance_micros(person_id)

@@ -77,6 +77,14 @@ async def charge_model_call(
     return await ledger.transact(spec=spec)
 
 
+async def call_cost(prices: Prices, *, model: str, tokens: TokenUsage, at: datetime) -> int:
+    """What `charge_model_call` would charge for this call at `at`, written nowhere: a
+    turn counts the charges it has queued but not yet written (chat.turns, at a handoff)."""
+    if tokens.is_zero:
+        return 0
+    return cost_micros(price=await prices.price_for(model, at), tokens=tokens)
+
+
 def _positive(amount_micros: object) -> int:
     amount = check_amount(amount_micros)
     if amount < 0:

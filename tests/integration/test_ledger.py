@@ -100,6 +100,7 @@ def test_public_surface() -> None:
             "VoicePrice",
             "VoicePriceBook",
             "VoiceUsage",
+            "call_cost",
             "charge_model_call",
             "charge_voice_usage",
             "cost_micros",

@@ -4,6 +4,9 @@ the twins keep — the thread, the runs, the ledger and the events."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -21,6 +24,7 @@ from agents import (
     handoff_tools,
 )
 from chat import Person, Turns, Wallet
+from chat.bookkeeping import Apart
 from chat.memory import MemoryEvents, MemoryPeople, MemoryRuns, MemoryThreads
 from ledger import InsufficientBalance, Transaction, TransactionSpec, top_up, user_account
 from ledger.memory import MemoryLedger, MemoryPrices
@@ -62,7 +66,7 @@ def toolbox() -> Toolbox:
     return box
 
 
-def world(limits: RunLimits | None = None, grant: int = GRANT) -> World:
+def world(limits: RunLimits | None = None, grant: int = GRANT, apart: Apart | None = None) -> World:
     events = MemoryEvents()
     runs = MemoryRuns(events)
     ledger = MemoryLedger()
@@ -79,6 +83,7 @@ def world(limits: RunLimits | None = None, grant: int = GRANT) -> World:
         history_tokens_max=12_000,
         thread_wait_s=5,
         limits=limits,
+        apart=apart,
     )
     people = MemoryPeople(default_time_zone="UTC")
     return World(people, threads, runs, ledger, events, wallet, turns, model)
@@ -240,3 +245,56 @@ async def test_a_charge_that_cannot_be_written_fails_its_run_at_the_end_and_the_
     assert [(r.agent, r.status, r.error_code) for r in result.runs] == [("ava", "failed", "internal_error")]
     assert await w.thread(me) == [("human", "hi"), ("ava", "Hello!")], "the reply was given; it is kept"
     assert len(await w.runs.uncharged_calls()) == 1, "left for the sweep that settles uncharged calls"
+
+
+# What one scripted call costs at the flat price: 100 prompt tokens at Rp 10,000 and 10
+# output tokens at Rp 42,000 per million.
+CALL_MICROS = 1_420_000
+
+
+class Gate:
+    """Where a turn's bookkeeping runs (`apart`): nothing is written until it opens."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def apart(self) -> AsyncIterator[None]:
+        await self.open.wait()
+        yield
+
+
+async def test_a_handoff_on_a_wallet_that_holds_enough_does_not_wait_for_the_turns_charges() -> None:
+    gate = Gate()
+    w = world(apart=gate.apart)
+    me = await w.person()
+    w.model.extend([handoff(), ModelResponse("Done, the light is on."), ModelResponse("All set! #happy#")])
+    heard = asyncio.Event()
+    turn = asyncio.create_task(
+        w.turns.post(me, text="turn on the light", channel="voice", zone=JAKARTA, on_reply=lambda _: heard.set())
+    )
+    await asyncio.wait_for(heard.wait(), 5)
+    assert await w.wallet.balance_micros(me.id) == GRANT, "no charge written yet"
+    assert [a for a, _ in await w.thread(me)][:3] == ["human", "ava", "zee"], "Zee ran all the same"
+    assert not turn.done(), "the turn still waits for its books"
+    gate.open.set()
+    result = await asyncio.wait_for(turn, 5)
+    assert [(r.agent, r.status) for r in result.runs] == [("ava", "succeeded"), ("zee", "succeeded")]
+    assert await w.wallet.balance_micros(me.id) == GRANT - 3 * CALL_MICROS
+
+
+async def test_a_handoff_the_turns_own_unwritten_charges_would_empty_the_wallet_for_is_refused() -> None:
+    """The balance read at the handoff does not hold Ava's first charge yet; counted in,
+    nothing is left, so the turn waits for its books, reads again and refuses."""
+    gate = Gate()
+    w = world(grant=CALL_MICROS, apart=gate.apart)
+    me = await w.person()
+    w.model.extend([handoff(), ModelResponse("Done, the light is on.")])
+    turn = asyncio.create_task(w.turns.post(me, text="turn on the light", channel="text", zone=JAKARTA))
+    await asyncio.sleep(0.05)
+    assert await w.wallet.balance_micros(me.id) == CALL_MICROS and not turn.done()
+    gate.open.set()
+    result = await asyncio.wait_for(turn, 5)
+    assert [(r.agent, r.status, r.error_code) for r in result.runs] == [("ava", "failed", "insufficient_balance")]
+    assert [a for a, _ in await w.thread(me)] == ["human", "ava"], "Zee never ran; Ava said why"
+    assert await w.wallet.balance_micros(me.id) == 0
