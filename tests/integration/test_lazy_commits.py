@@ -5,6 +5,7 @@ turn's end is durable all the same (`Threads.commit_lazily`, `Turns`)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -31,8 +32,9 @@ async def lock_pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
         await locks.close()
 
 
-async def setting(conn: asyncpg.Connection | asyncpg.Pool, name: str = "synchronous_commit") -> str:
-    return str(await conn.fetchval(f"SHOW {name}"))
+async def setting(conn: Any) -> str:
+    """The connection's (or the pool's next one's) synchronous_commit."""
+    return str(await conn.fetchval("SHOW synchronous_commit"))
 
 
 async def test_only_the_turns_own_connection_commits_lazily_and_only_until_the_turn_ends(
@@ -94,5 +96,7 @@ async def test_a_turn_ends_only_once_its_writes_are_on_the_disk(pool: asyncpg.Po
     result = await turns.post(me, text="hello", channel="voice", zone=JAKARTA)
     assert [(m.author, m.text) for m in result.messages] == [("human", "hello"), ("ava", "Hello!")]
     async with pool.acquire() as conn:
-        flushed, inserted = await conn.fetchrow("SELECT pg_current_wal_flush_lsn(), pg_current_wal_insert_lsn()")
-    assert flushed >= inserted, "everything written so far is on the disk"
+        lsns = await conn.fetchrow(
+            "SELECT pg_current_wal_flush_lsn() AS flushed, pg_current_wal_insert_lsn() AS inserted"
+        )
+    assert lsns is not None and lsns["flushed"] >= lsns["inserted"], "everything written so far is on the disk"
