@@ -192,6 +192,7 @@ WITH call AS (
 UPDATE bench_runs SET cost_micros = cost_micros + $3 WHERE id IN (SELECT run_id FROM call)
 """
 _BALANCE_SQL = "SELECT coalesce(sum(balance_micros), 0)::bigint FROM account_balances WHERE account_id = $1"
+_LAZY_COMMITS_SQL = "SET synchronous_commit = off"
 _TOOL_SQL = """
 WITH bump AS (UPDATE bench_runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
 INSERT INTO bench_run_events (run_id, idx, name, args, result)
@@ -395,14 +396,16 @@ class _Work:
             finished[run_id] = await self._finish(run_id)
 
         origin = await self._append(person_id, "human", text, None)
+        if self._held is None:  # Threads.commit_lazily, when the bookkeeping commits apart
+            await self._execute(_LAZY_COMMITS_SQL)
         ava = await self._start(person_id, "ava", "human", None, origin["id"], origin["id"])
         await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history: once per turn
         # Turns._facts_of on a pooled connection: every word, then (finding fewer than the limit) any word.
         await self._fetch(_FACTS_SQL, person_id, " & ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
         await self._fetch(_FACTS_SQL, person_id, " | ".join(_FACT_WORDS), _FACTS_MAX, [], pooled=True)
         books.write(lambda: self._charge(person_id, ava, 1, "ava", "human"))
-        await books.settled()  # Turns.delegate: the balance counts the calls made so far
-        await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.has_balance before handing on
+        # Turns._may_hand_on: the balance, less the charge not yet written, is far above zero.
+        await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")
         handoff = await self._append(person_id, "ava", "@zee", ava)
         zee = await self._start(person_id, "zee", "ava", ava, handoff["id"], origin["id"])
         # Zee's history is Ava's page and the handoff, handed on: no read.
