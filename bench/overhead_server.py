@@ -396,8 +396,9 @@ class _Work:
             finished[run_id] = await self._finish(run_id)
 
         origin = await self._append(person_id, "human", text, None)
-        if self._held is None:  # Threads.commit_lazily, when the bookkeeping commits apart
-            await self._execute(_LAZY_COMMITS_SQL)
+        # Threads.commit_lazily. On one connection the bookkeeping then commits lazily too,
+        # where the product's commits apart and durably: that variant is a little optimistic.
+        await self._execute(_LAZY_COMMITS_SQL)
         ava = await self._start(person_id, "ava", "human", None, origin["id"], origin["id"])
         await self._fetch(_PAGE_SQL, person_id, 2**62, 200)  # Turns._history: once per turn
         # Turns._facts_of on a pooled connection: every word, then (finding fewer than the limit) any word.
