@@ -723,7 +723,7 @@ async def freeze_startup_heap(services: Services) -> None:
     Why: the server holds about 150,000 tracked objects once it has started (Pipecat,
     FastAPI, the speech models' Python side), nearly all of them alive until it stops. The
     collector's full pass walks every one of them: 80-135 ms measured in the voice
-    benchmark's server, one every minute or two of calls, stopping the event loop wherever
+    benchmark's server, one every few minutes of calls, stopping the event loop wherever
     it lands, in the middle of a person's wait for Ava's voice too. Frozen (`gc.freeze`),
     they are never walked again (a full pass after it: well under a millisecond); what
     the server makes later is collected as before. Only for a process that serves: objects
