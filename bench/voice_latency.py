@@ -699,9 +699,10 @@ def summary_table(solo: list[Turn], crowd: list[Turn], floor: Floor, calls: int)
         f"| p95 <= {TARGET_SERVER_P95_MS:.0f} ms | {verdict(share_p95, TARGET_SERVER_P95_MS)} |",
         f"| the same from the final transcript (includes the rest of the speech timeout) | {share_n} "
         f"| {ms(from_transcript_p50)} | {ms(from_transcript_p95)} | | |",
+        # The transcript event leaves when Whisper finishes, usually inside the configured wait
+        # after the VAD's stop, which the proxy therefore includes: a cross-check, not the target.
         f"| server's share, client proxy: user transcript event -> first reply audio, 1 call | {proxy_n} "
-        f"| {ms(proxy_p50)} | {ms(proxy_p95)} | p95 <= {TARGET_SERVER_P95_MS:.0f} ms "
-        f"| {verdict(proxy_p95, TARGET_SERVER_P95_MS)} |",
+        f"| {ms(proxy_p50)} | {ms(proxy_p95)} | (includes the rest of the wait after the VAD's stop) | |",
         f"| end of speech -> first reply audio, {calls} simultaneous calls | {len(latencies_s(crowd))} "
         f"| {ms(crowd_p50)} | {ms(crowd_p95)} | p50 <= {TARGET_CROWD_RATIO}x one call "
         f"({ratio(crowd_p50, solo_p50)}) | {verdict(crowd_p50 / solo_p50, TARGET_CROWD_RATIO)} |",
