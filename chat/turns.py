@@ -324,10 +324,10 @@ class Turns:
                     person.id, author=POSTERA, text=text[:TEXT_CHARS_MAX], channel=channel, client_id=client_id
                 )
             turn: _Turn | None = None
-            await self._commit_lazily()
             if not await self._runs.of_origin(person.id, message.id):
                 if not await self._wallet.has_balance(person.id):
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
+                await self._commit_lazily()  # only a wake that runs writes anything more
                 turn = self._begin(person, channel, zone, message)
                 _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
                 await turn.books.settled()
