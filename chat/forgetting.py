@@ -113,6 +113,7 @@ class Forgetting:
             if self._settle is not None:
                 await self._settle()  # every completed model call is charged before its record goes
             thread = await self._erase_thread(person_id)
+            self._threads.forgotten(person_id)
         return Erased(
             {
                 **thread,

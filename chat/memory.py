@@ -20,6 +20,7 @@ from typing import Any
 
 from chat.errors import ThreadBusy
 from chat.people import Person, language_learned, normalise_name
+from chat.recent import RecentPage
 from chat.runs import Run, UnchargedCall
 from chat.threads import Message
 
@@ -102,6 +103,10 @@ class MemoryThreads:
             return [m for m in thread if m.seq > after][:limit]
         older = [m for m in thread if m.seq < (before or _SEQ_MAX)]
         return older[-limit:] if limit > 0 else []
+
+    async def recent(self, person_id: str, *, limit: int) -> RecentPage[Message]:
+        """Read whole every time: memory has nothing slow to save."""
+        return RecentPage(await self.page(person_id, before=None, after=None, limit=limit), limit)
 
     async def by_ids(self, person_id: str, ids: Sequence[str]) -> list[Message]:
         wanted = set(ids)

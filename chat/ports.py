@@ -18,6 +18,7 @@ import asyncpg
 
 from chat.events import publish
 from chat.people import Person
+from chat.recent import RecentPage
 from chat.runs import Run, UnchargedCall
 from chat.threads import Message
 
@@ -41,6 +42,12 @@ class ThreadStore(Protocol):
 
     async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
         """Messages in seq order: the newest `limit` before `before`, or the oldest after `after`."""
+        ...
+
+    async def recent(self, person_id: str, *, limit: int) -> RecentPage[Message]:
+        """The newest `limit` messages in seq order (what a turn's history is chosen from),
+        with a memo for what the reader derives from each; an implementation may keep the
+        page between turns as long as it hands out exactly what `page` would."""
         ...
 
     async def by_client_id(self, person_id: str, client_id: str) -> Message | None: ...

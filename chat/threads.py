@@ -29,6 +29,7 @@ import asyncpg
 
 from chat.errors import ThreadBusy
 from chat.events import Conn, json_time, sql_json_time
+from chat.recent import RecentPage, RecentPages
 
 _COLUMNS = "id, seq, author, text, channel, run_id, emotions, client_id, created_at"
 # One statement, so one round trip and its own transaction: the thread's next seq, the
@@ -122,6 +123,8 @@ class Threads:
         # last one end (background work that must not compete with a reply: learning).
         self._turning: Counter[str] = Counter()
         self._idle_listeners: list[Callable[[str], None]] = []
+        # Each person's newest page, for their next turn (chat.recent).
+        self._recent: RecentPages[Message] = RecentPages()
 
     def busy(self, person_id: str) -> bool:
         """True while a turn of this process waits for or holds the person's thread."""
@@ -154,7 +157,9 @@ class Threads:
             client_id,
         )
         assert row is not None, f"person {person_id} has no thread"
-        return _message(row)
+        message = _message(row)
+        self._recent.wrote(message, person_id)
+        return message
 
     async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
         """Messages in seq order: the newest `limit` before `before`, or the oldest after `after`."""
@@ -163,6 +168,23 @@ class Threads:
             return [_message(r) for r in rows]
         rows = await self._pool.fetch(_PAGE_BEFORE_SQL, person_id, before or 2**62, limit)
         return [_message(r) for r in reversed(rows)]
+
+    async def recent(self, person_id: str, *, limit: int) -> RecentPage[Message]:
+        """The newest `limit` messages, from the page kept since the person's last turn
+        here plus what follows it (one statement either way; see chat.recent)."""
+        kept = self._recent.get(person_id, limit=limit)
+        if kept is not None and kept.messages:
+            newest = kept.messages[-1]
+            rows = await self._pool.fetch(_PAGE_AFTER_SQL, person_id, newest.seq - 1, limit)
+            if rows and rows[0]["id"] == newest.id and len(rows) < limit:
+                kept.extend(_message(r) for r in rows[1:])
+                return self._recent.keep(person_id, kept)
+        messages = await self.page(person_id, before=None, after=None, limit=limit)
+        return self._recent.keep(person_id, RecentPage(messages, limit))
+
+    def forgotten(self, person_id: str) -> None:
+        """The person's thread was erased: drop what this process kept of it."""
+        self._recent.drop(person_id)
 
     async def by_ids(self, person_id: str, ids: Sequence[str]) -> list[Message]:
         rows = await self._pool.fetch(_BY_IDS_SQL, person_id, list(ids))

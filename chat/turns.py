@@ -117,7 +117,8 @@ class _Turn:
     written: list[Message] = field(default_factory=list)
     # The newest messages of the thread, read at the turn's first run, then kept up to date.
     recent: list[Message] | None = None
-    # Each history line as the agents read it, formatted once per turn (message id -> line).
+    # Each history line as the agents read it (message id -> line): formatted once, and
+    # kept with the thread's recent page for the person's next turns (chat.recent).
     rendered: dict[str, str] = field(default_factory=dict)
     # Looked up once per turn, for the message that started it (begun before the turn had
     # its thread, when the turn came from the person: `Turns.post`).
@@ -381,7 +382,10 @@ class Turns:
 
     async def _history(self, turn: _Turn, pinned: Sequence[Message]) -> tuple[list[ThreadMessage], datetime | None]:
         if turn.recent is None:  # once per turn; `_Turn.wrote` adds what the turn writes after
-            turn.recent = await self._threads.page(turn.person.id, before=None, after=None, limit=_HISTORY_ROWS_MAX)
+            page = await self._threads.recent(turn.person.id, limit=_HISTORY_ROWS_MAX)
+            turn.recent = list(page.messages)
+            # The lines rendered for this page by earlier turns, while zone and name stay.
+            turn.rendered = page.memo((turn.zone.key, turn.person.name))
         recent = turn.recent
         known = {m.id for m in recent}
         rows = recent + [m for m in pinned if m.id not in known]

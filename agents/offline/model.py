@@ -22,6 +22,8 @@ def _estimate_chars(chars: int) -> int:
 def _content_chars(content: Content) -> int:
     """How long the content is as the model reads it (text, call arguments, tool results)."""
     chars = len(content.text)
+    if not content.calls and not content.results:
+        return chars  # a history line, nearly every content of a long thread
     chars += sum(len(json.dumps(c.args)) for c in content.calls)
     chars += sum(len(json.dumps(r.response, default=str)) for r in content.results)
     return chars
@@ -41,7 +43,7 @@ class OfflineModel:
 def _usage(request: ModelRequest, text: str, calls: list[FunctionCall]) -> Usage:
     # Lengths summed rather than the whole request joined: the same estimate, without
     # building a copy of the history on every call.
-    seen = len(request.system) + sum(_content_chars(c) for c in request.contents)
+    seen = len(request.system) + sum(map(_content_chars, request.contents))
     seen += sum(len(json.dumps(t.parameters)) + len(t.description) for t in request.tools)
     said = len(text) + sum(len(json.dumps(c.args)) + len(c.name) for c in calls)
     return Usage(prompt_tokens=_estimate_chars(seen), output_tokens=_estimate_chars(said))

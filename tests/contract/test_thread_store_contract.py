@@ -136,3 +136,18 @@ async def test_an_agents_message_needs_its_run_and_a_persons_message_has_none(st
     with pytest.raises((AssertionError, asyncpg.CheckViolationError)):
         await stores.threads.append(me, author="ava", text="no run", channel="text")
     assert await stores.threads.page(me, before=None, after=None, limit=10) == []
+
+
+async def test_the_recent_page_is_the_newest_page_whoever_wrote(stores: Stores) -> None:
+    me = await person(stores)
+    for n in range(1, 5):
+        await stores.threads.append(me, author="human", text=f"m{n}", channel="text")
+    first = await stores.threads.recent(me, limit=3)
+    assert [m.text for m in first.messages] == ["m2", "m3", "m4"]
+    first.memo("ctx")[first.messages[-1].id] = "line"
+    for n in range(5, 7):
+        await stores.threads.append(me, author="human", text=f"m{n}", channel="text")
+    again = await stores.threads.recent(me, limit=3)
+    assert [m.text for m in again.messages] == ["m4", "m5", "m6"]
+    assert again.messages == await stores.threads.page(me, before=None, after=None, limit=3)
+    assert again.memo("another context") == {}  # a memo is only ever for the context it was made in

@@ -142,6 +142,9 @@ async def test_forget_me_erases_thread_and_graph_and_keeps_the_wallet(app: App) 
     assert fresh["messages"][0]["seq"] == 1
     thread = (await app.client.get("/v1/messages", headers=budi)).json()["messages"]
     assert (thread[0]["seq"], thread[0]["text"]) == (1, "hi")
+    # What the process kept of the thread for the agents' history holds none of the erased text.
+    kept = await app.services.threads.recent(budi_id, limit=200)
+    assert [m.id for m in kept.messages] == [m["id"] for m in thread]
     # Sari's graph and thread are untouched.
     graph = (await app.client.get("/v1/knowledge", headers=sari)).json()
     assert [e["text"] for e in graph["edges"]] == ["Sari's favourite food is sushi"]
