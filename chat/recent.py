@@ -16,8 +16,9 @@ a page holds) the page is read whole again. Erased text is therefore never hande
 a process that did the forgetting also drops its page at once (`drop`), and other
 processes drop theirs at the person's next turn or when it ages out.
 
-Bounded: at most `people_max` pages, least recently used first out, and a page unused for
-`idle_s` is dropped when it is next looked at.
+Bounded: at most `people_max` pages holding at most `chars_max` characters of message text
+between them (their rendered lines take about as much again), least recently used first
+out; and a page unused for `idle_s` is dropped when it is next looked at.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 PEOPLE_MAX = 256
+# 200 messages of up to 4,000 characters each make a page of up to 800,000: a few of the
+# longest threads, or hundreds of everyday ones (a voice exchange is ~40 characters a line).
+CHARS_MAX = 4_000_000
 IDLE_S = 600.0
 
 
@@ -40,6 +44,9 @@ class Numbered(Protocol):
 
     @property
     def seq(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 M = TypeVar("M", bound=Numbered)
@@ -56,6 +63,10 @@ class RecentPage(Generic[M]):
     # the message, forgotten when the context changes.
     _memo: dict[str, str] = field(default_factory=dict)
     _memo_for: Hashable = None
+    chars: int = field(init=False)  # of message text, for the pages' bound
+
+    def __post_init__(self) -> None:
+        self.chars = sum(len(m.text) for m in self.messages)
 
     def memo(self, context: Hashable) -> dict[str, str]:
         """The memo for `context`, emptied first when it was kept for another one."""
@@ -65,20 +76,29 @@ class RecentPage(Generic[M]):
 
     def extend(self, newer: Iterable[M]) -> None:
         """Add messages that follow the page, keeping only the newest `limit`."""
-        self.messages.extend(newer)
+        added = list(newer)
+        self.messages.extend(added)
+        self.chars += sum(len(m.text) for m in added)
         if len(self.messages) > self.limit:
             gone, self.messages = self.messages[: -self.limit], self.messages[-self.limit :]
             for message in gone:
                 self._memo.pop(message.id, None)
+                self.chars -= len(message.text)
 
 
 class RecentPages(Generic[M]):
     """Each person's newest page, kept for their next turn in this process."""
 
     def __init__(
-        self, *, people_max: int = PEOPLE_MAX, idle_s: float = IDLE_S, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        people_max: int = PEOPLE_MAX,
+        chars_max: int = CHARS_MAX,
+        idle_s: float = IDLE_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._people_max = people_max
+        self._chars_max = chars_max
         self._idle_s = idle_s
         self._clock = clock
         self._pages: OrderedDict[str, tuple[RecentPage[M], float]] = OrderedDict()
@@ -101,8 +121,11 @@ class RecentPages(Generic[M]):
         """Keep `page` as the person's newest (the most recently used)."""
         self._pages[person_id] = (page, self._clock())
         self._pages.move_to_end(person_id)
-        while len(self._pages) > self._people_max:
-            self._pages.popitem(last=False)
+        # Pages grow between keeps (`wrote`), so their sizes are summed here, not tracked.
+        chars = sum(kept.chars for kept, _ in self._pages.values())
+        while len(self._pages) > self._people_max or (chars > self._chars_max and len(self._pages) > 1):
+            _, (oldest, _) = self._pages.popitem(last=False)
+            chars -= oldest.chars
         return page
 
     def wrote(self, message: M, person_id: str) -> None:

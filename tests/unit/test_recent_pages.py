@@ -46,3 +46,17 @@ def test_pages_are_bounded_by_people_and_by_idle_time() -> None:
     now[0] = 11.0
     assert pages.get("b", limit=5) is None  # unused for longer than idle_s
     assert pages.get("c", limit=6) is None  # kept for another limit: read afresh
+
+
+def test_pages_are_bounded_by_the_text_they_hold() -> None:
+    pages: RecentPages[Message] = RecentPages(chars_max=5)
+    pages.keep("a", RecentPage([message(1)], limit=5))  # "m1": 2 characters
+    pages.keep("b", RecentPage([message(2)], limit=5))
+    pages.keep("c", RecentPage([message(3), message(4)], limit=5))  # 4 more: over 5, "a" goes, then "b"
+    assert pages.get("a", limit=5) is None and pages.get("b", limit=5) is None
+    kept = pages.get("c", limit=5)
+    assert kept is not None and kept.chars == 4
+    kept.extend([message(5)])
+    assert kept.chars == 6
+    pages.keep("c", kept)  # the newest page stays even alone over the bound
+    assert pages.get("c", limit=5) is kept
