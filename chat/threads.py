@@ -177,7 +177,9 @@ class Threads:
             newest = kept.messages[-1]
             rows = await self._pool.fetch(_PAGE_AFTER_SQL, person_id, newest.seq - 1, limit)
             if rows and rows[0]["id"] == newest.id and len(rows) < limit:
-                kept.extend(_message(r) for r in rows[1:])
+                # A write of this process that landed meanwhile has joined the page already.
+                last = kept.messages[-1].seq
+                kept.extend(_message(r) for r in rows[1:] if r["seq"] > last)
                 return self._recent.keep(person_id, kept)
         messages = await self.page(person_id, before=None, after=None, limit=limit)
         return self._recent.keep(person_id, RecentPage(messages, limit))

@@ -4,6 +4,8 @@ database) wrote or erased meanwhile: erased text is never handed out."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 
 from chat.people import People
@@ -60,3 +62,17 @@ async def test_forgetting_in_this_process_drops_the_kept_page(pool: asyncpg.Pool
     threads.forgotten(me)
     assert (await threads.recent(me, limit=200)).messages == []
     assert page.messages[0].text == "secret"  # what a reader already held is its own; the store keeps none
+
+
+async def test_a_write_landing_while_the_page_is_brought_up_to_date_is_kept_once(pool: asyncpg.Pool) -> None:
+    threads = Threads(pool)
+    me = await _person(pool, "Dewi")
+    await threads.append(me, author="human", text="m1", channel="text")
+    await threads.recent(me, limit=200)
+    # A turn brings its page up to date while another request of this process writes.
+    page, _ = await asyncio.gather(
+        threads.recent(me, limit=200), threads.append(me, author="human", text="m2", channel="text")
+    )
+    again = await threads.recent(me, limit=200)
+    assert [m.text for m in again.messages] == ["m1", "m2"]
+    assert [m.seq for m in page.messages] == sorted({m.seq for m in page.messages})
