@@ -39,6 +39,7 @@ _CONTACTS = (
     ("people/sbx-rina", "Rina Halim", ("rina@example.com",), ()),
 )
 
+_SEEDED_SQL = "SELECT EXISTS (SELECT 1 FROM sandbox_workspaces WHERE person_id = $1)"
 _MARK_SQL = "INSERT INTO sandbox_workspaces (person_id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING person_id"
 _MAIL_INSERT_SQL = """
 INSERT INTO sandbox_mail (person_id, message_id, thread_id, folder, sender, recipient, subject, body, sent_at, unread)
@@ -202,6 +203,10 @@ class SandboxWorkspace:
         self._pool = pool
 
     async def _seed(self, person_id: str, zone: ZoneInfo) -> None:
+        # Read first: one round trip where the seeding transaction is three and a write
+        # (see agents.yori.sandbox); the transaction still decides a race.
+        if await self._pool.fetchval(_SEEDED_SQL, person_id):
+            return
         async with self._pool.acquire() as conn, conn.transaction():
             if await conn.fetchval(_MARK_SQL, person_id) is None:
                 return

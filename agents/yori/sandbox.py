@@ -54,6 +54,7 @@ _DEVICES: tuple[tuple[str, str, str, int], ...] = (
     ("sbx-speaker-living", "Living room speaker", "Speaker", 40),
 )
 
+_SEEDED_SQL = "SELECT EXISTS (SELECT 1 FROM sandbox_music_players WHERE person_id = $1)"
 _SEED_PLAYER_SQL = """
 INSERT INTO sandbox_music_players (person_id, device_id) VALUES ($1, 'sbx-phone')
 ON CONFLICT DO NOTHING RETURNING person_id
@@ -131,6 +132,11 @@ class SandboxMusic:
         self._pool = pool
 
     async def _seed(self, person_id: str) -> None:
+        # Read first: nearly every call finds the music seeded, and the read is one round
+        # trip where the seeding transaction is three and a write (as Zee's home, which
+        # seeds on a miss). The transaction still decides a race between two first calls.
+        if await self._pool.fetchval(_SEEDED_SQL, person_id):
+            return
         async with self._pool.acquire() as conn, conn.transaction():
             if await conn.fetchval(_SEED_PLAYER_SQL, person_id) is None:
                 return  # seeded before
