@@ -128,7 +128,7 @@ class RecentPages(Generic[M]):
             chars -= oldest.chars
         return page
 
-    def wrote(self, message: M, person_id: str) -> None:
+    def wrote(self, person_id: str, message: M) -> None:
         """A message this process wrote: it joins the person's page when it follows it."""
         kept = self._pages.get(person_id)
         if kept is None:

@@ -158,7 +158,7 @@ class Threads:
         )
         assert row is not None, f"person {person_id} has no thread"
         message = _message(row)
-        self._recent.wrote(message, person_id)
+        self._recent.wrote(person_id, message)
         return message
 
     async def page(self, person_id: str, *, before: int | None, after: int | None, limit: int) -> list[Message]:
@@ -175,11 +175,11 @@ class Threads:
         kept = self._recent.get(person_id, limit=limit)
         if kept is not None and kept.messages:
             newest = kept.messages[-1]
-            rows = await self._pool.fetch(_PAGE_AFTER_SQL, person_id, newest.seq - 1, limit)
-            if rows and rows[0]["id"] == newest.id and len(rows) < limit:
+            after = await self.page(person_id, before=None, after=newest.seq - 1, limit=limit)
+            if after and after[0].id == newest.id and len(after) < limit:
                 # A write of this process that landed meanwhile has joined the page already.
                 last = kept.messages[-1].seq
-                kept.extend(_message(r) for r in rows[1:] if r["seq"] > last)
+                kept.extend(m for m in after[1:] if m.seq > last)
                 return self._recent.keep(person_id, kept)
         messages = await self.page(person_id, before=None, after=None, limit=limit)
         return self._recent.keep(person_id, RecentPage(messages, limit))

@@ -28,12 +28,12 @@ def test_a_page_keeps_its_newest_limit_and_the_memo_of_those_only() -> None:
 def test_a_written_message_joins_the_page_it_follows_and_a_gap_drops_it() -> None:
     pages: RecentPages[Message] = RecentPages()
     pages.keep("p", RecentPage([message(1)], limit=5))
-    pages.wrote(message(2), "p")
+    pages.wrote("p", message(2))
     kept = pages.get("p", limit=5)
     assert kept is not None and [m.seq for m in kept.messages] == [1, 2]
-    pages.wrote(message(4), "p")  # seq 3 came from elsewhere: the next read fills it in
+    pages.wrote("p", message(4))  # seq 3 came from elsewhere: the next read fills it in
     assert pages.get("p", limit=5) is None
-    pages.wrote(message(5), "nobody")  # no page kept: nothing to do
+    pages.wrote("nobody", message(5))  # no page kept: nothing to do
     assert len(pages) == 0
 
 
