@@ -37,12 +37,11 @@ import asyncpg
 import httpx
 from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
-from pydantic import SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import (
+    AGENTS,
     Channel,
-    Integration,
     Knowledge,
     LinkError,
     LocalKnowledge,
@@ -56,15 +55,15 @@ from agents import (
     Tool,
     Toolbox,
     ToolSpec,
-    VendorCredentials,
+    VendorSettings,
     build_specialists,
     handoff_tools,
+    installed_roster,
     parse_spoken,
-    rafal_tools,
     recall_tools,
     session_facts,
-    yori_tools,
-    zee_tools,
+    specialist_packages,
+    specialist_settings_models,
 )
 from agents.ava.wakes import wake_tools
 from chat import (
@@ -104,7 +103,16 @@ from chat import (
     publish_reminder_delivered,
     run_detached,
 )
-from database import EmbeddedPostgres, Listener, TurnPool, apply_migrations, create_pool, holding, holding_own
+from database import (
+    EmbeddedPostgres,
+    Listener,
+    TurnPool,
+    apply_migrations,
+    create_pool,
+    holding,
+    holding_own,
+    migration_sources,
+)
 from ledger import LedgerError, PostgresLedger, PriceBook, VoicePriceBook
 from reminders import (
     CallbackGate,
@@ -228,19 +236,20 @@ def integration_key(settings: Settings) -> bytes:
     return path.read_bytes().strip()
 
 
-def vendor_credentials(settings: Settings) -> VendorCredentials:
-    """The vendor apps this server holds credentials for (none by default: sandboxes only)."""
+def specialist_settings(settings: Settings) -> dict[str, VendorSettings]:
+    """Each installed specialist's own settings, read once here (agents/specialist.py)."""
+    chosen: dict[str, VendorSettings] = {}
+    for name, model in specialist_settings_models().items():
+        chosen[name] = settings.for_specialist(name, model)
+    return chosen
 
-    def pair(client_id: str | None, secret: SecretStr | None) -> tuple[str, str] | None:
-        return (client_id, secret.get_secret_value()) if client_id and secret is not None else None
 
-    return VendorCredentials(
-        google=pair(settings.google_client_id, settings.google_client_secret),
-        spotify=pair(settings.spotify_client_id, settings.spotify_client_secret),
-        tuya=pair(settings.tuya_access_id, settings.tuya_access_secret),
-        tuya_base_url=settings.tuya_base_url,
-        redirect_base_url=settings.oauth_redirect_base_url,
-    )
+def check_models(settings: Settings) -> None:
+    """GEMINI_MODELS may only name agents in the room: a misspelt handle would silently
+    leave that agent on the default model."""
+    unknown = sorted(set(settings.gemini_models) - set(AGENTS))
+    if unknown:
+        raise ValueError(f"GEMINI_MODELS names {', '.join(unknown)}, not in the room ({', '.join(AGENTS)})")
 
 
 def build_specialists_on(
@@ -260,16 +269,13 @@ def build_specialists_on(
     return build_specialists(
         pool=pool,
         http=http,
-        credentials=vendor_credentials(settings),
+        settings=specialist_settings(settings),
+        redirect_base_url=settings.oauth_redirect_base_url,
         token_key=integration_key(settings),
         # The OAuth state key is derived from the session secret, apart from it by its label.
         state_key=hmac.new(session_secret(settings), b"oauth-state", hashlib.sha256).digest(),
         person_said=person_said(threads),
     )
-
-
-def _adapter_names(integration: Integration[Any]) -> str:
-    return " + ".join(type(a).__name__ for a in (integration.sandbox, integration.live) if a is not None)
 
 
 @dataclass
@@ -349,30 +355,10 @@ def build_toolbox(
 ) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
-    home, music, workspace = specialists.home, specialists.music, specialists.workspace
 
     def handoffs(context: RunContext) -> list[Tool]:
         assert context.delegate is not None, "only the lead hands on"
         return handoff_tools(context.delegate)
-
-    def zee(context: RunContext) -> list[Tool]:
-        return zee_tools(
-            home.once(context.person_id),
-            specialists.pending,
-            person_id=context.person_id,
-            run_id=context.run_id,
-            by_wake_note=context.trigger == "postera",
-        )
-
-    def rafal(context: RunContext) -> list[Tool]:
-        return rafal_tools(
-            workspace.once(context.person_id),
-            specialists.pending,
-            person_id=context.person_id,
-            zone=context.zone,
-            run_id=context.run_id,
-            by_wake_note=context.trigger == "postera",
-        )
 
     toolbox.register("ava", handoffs)
     if knowledge is not None:
@@ -381,11 +367,9 @@ def build_toolbox(
             "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
         )
     if reminders is not None:
-        # Only Ava keeps wake notes: specialists act in the present (SPEC §5, role layer).
+        # Only Ava keeps wake notes: specialists act in the present (docs/agents.md).
         toolbox.register("ava", lambda context: wake_tools(reminders, context))
-    toolbox.register("zee", zee)
-    toolbox.register("yori", lambda context: yori_tools(music.once(context.person_id), person_id=context.person_id))
-    toolbox.register("rafal", rafal)
+    specialists.register_tools(toolbox)
     return toolbox
 
 
@@ -579,8 +563,10 @@ async def build_pool(dsn: str, stack: contextlib.AsyncExitStack, *, size_max: in
 
 
 async def build_migrations(pool: asyncpg.Pool) -> list[str]:
+    """Every domain's migrations, and those of the installed specialist packages that have
+    tables of their own (after the agents', before the chat's)."""
     async with pool.acquire() as conn:
-        return await apply_migrations(conn)
+        return await apply_migrations(conn, sources=migration_sources(specialist_packages()))
 
 
 def build_model(settings: Settings, stack: contextlib.AsyncExitStack, model: Model | None) -> Model:
@@ -759,6 +745,10 @@ async def bootstrap(
     deliver_wakes: bool = True,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
+    # The room first: everything after reads the specialists from it; the previous room
+    # comes back when the stack closes (a test's toy specialist leaves no trace).
+    stack.enter_context(installed_roster(settings.agent_packages))
+    check_models(settings)
     dsn, embedded = await build_database(settings, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
     lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
@@ -810,9 +800,7 @@ async def bootstrap(
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
         # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
-        "smart_home": _adapter_names(specialists.home),
-        "music": _adapter_names(specialists.music),
-        "workspace": _adapter_names(specialists.workspace),
+        **specialists.adapters(),
         "identity": "LocalTokens",
         "speech": speech,
         "knowledge": memory.adapter,

@@ -7,10 +7,12 @@ read the environment themselves, so a test can build the whole app from one obje
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+S = TypeVar("S", bound=BaseSettings)
 
 
 class Settings(BaseSettings):
@@ -39,13 +41,19 @@ class Settings(BaseSettings):
     # The person's zone when a request carries no `time-zone` header and none is stored.
     default_time_zone: str = "UTC"
 
+    # The specialists in the room: their packages, in the order the team is listed
+    # (docs/adding-an-agent.md). Ava always leads.
+    agent_packages: list[str] = Field(default_factory=lambda: ["agents.zee", "agents.yori", "agents.rafal"])
+    # Each specialist's own settings (its vendor's credentials) are declared by its package
+    # and read from the environment under their own names (README: GOOGLE_CLIENT_ID, ...);
+    # values given here by handle win over the environment ({"rafal": {"google_client_id": ...}}).
+    specialist_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
     # Models. With a key, every agent runs on Gemini; without, on the offline model.
     gemini_api_key: SecretStr | None = None
     gemini_model: str = "gemini-3.5-flash"
-    gemini_model_ava: str | None = None
-    gemini_model_zee: str | None = None
-    gemini_model_yori: str | None = None
-    gemini_model_rafal: str | None = None
+    # A model per agent where it differs from GEMINI_MODEL, by handle: {"zee": "gemini-..."}.
+    gemini_models: dict[str, str] = Field(default_factory=dict)
     gemini_timeout_s: float = Field(default=90.0, gt=0)
     gemini_retries_max: int = Field(default=3, ge=0, le=10)
 
@@ -133,14 +141,6 @@ class Settings(BaseSettings):
     oauth_redirect_base_url: str = "http://127.0.0.1:8000/link"
     # Every call to a vendor API (token, Gmail, Spotify, Tuya) is bounded by this.
     integration_timeout_s: float = Field(default=10.0, gt=0, le=120)
-    google_client_id: str | None = None
-    google_client_secret: SecretStr | None = None
-    spotify_client_id: str | None = None
-    spotify_client_secret: SecretStr | None = None
-    # Tuya Cloud project (Access ID / Access Secret) and its data centre's OpenAPI address.
-    tuya_access_id: str | None = None
-    tuya_access_secret: SecretStr | None = None
-    tuya_base_url: str = "https://openapi.tuyaus.com"
 
     @model_validator(mode="after")
     def _waits_in_order(self) -> Settings:
@@ -153,5 +153,9 @@ class Settings(BaseSettings):
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""
-        override: str | None = getattr(self, f"gemini_model_{agent}", None)
-        return override or self.gemini_model
+        return self.gemini_models.get(agent) or self.gemini_model
+
+    def for_specialist(self, name: str, model: type[S]) -> S:
+        """A specialist package's own settings: the environment (and `.env`), under what
+        `specialist_settings` gives for it."""
+        return model(**self.specialist_settings.get(name, {}))

@@ -1,26 +1,20 @@
 """The agents: who is in the room, the model port and its adapters, the instruction
-layers, the tool loop, and each agent's tools and integrations.
+layers, the tool loop, and each specialist (one package each, listed by the roster).
 
-Other domains import only what is listed here. The Gemini adapter is imported by the
-composition root alone (`agents.gemini`), so the SDK loads only when a key is set.
+Other domains import only what is listed here, and only what they use; the composition
+roots may reach further. The Gemini adapter is imported by the composition root alone
+(`agents.gemini`), so the SDK loads only when a key is set.
 """
 
-from agents.capabilities import CAPABILITIES, Capability, hollow, promised, provides, render_persona
+from agents.capabilities import hollow
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
-from agents.errors import AgentError, RunLimitExceeded, ToolError
-from agents.handoff import Delegate, handoff_tools
+from agents.errors import RunLimitExceeded, ToolError
+from agents.handoff import handoff_tools
 from agents.history import ThreadMessage, to_contents, window
 from agents.instructions import Channel, Session, Trigger, compose
-from agents.integrations.accounts import Account, Integration
-from agents.integrations.confirmations import PendingActions, PersonSaid
-from agents.integrations.connections import Connections, IntegrationState
-from agents.integrations.linking import LinkError, Links, StateSigner, TokenCipher
-from agents.integrations.oauth import GOOGLE, SPOTIFY, AccessTokens, OAuthClient
+from agents.integrations.connections import Connections
+from agents.integrations.linking import LinkError, TokenCipher
 from agents.knowledge import (
-    RECALL,
-    Fact,
-    Forgotten,
-    Graph,
     Knowledge,
     KnowledgeError,
     KnowledgeMessage,
@@ -30,12 +24,9 @@ from agents.knowledge import (
     session_facts,
 )
 from agents.model import (
-    Content,
     FunctionCall,
-    FunctionResult,
     Model,
     ModelError,
-    ModelRejected,
     ModelRequest,
     ModelResponse,
     ModelUnavailable,
@@ -44,117 +35,83 @@ from agents.model import (
 )
 from agents.offline import OfflineModel
 from agents.offline.words import detect_language
-from agents.rafal.google import GoogleWorkspace
-from agents.rafal.sandbox import SandboxWorkspace
-from agents.rafal.tools import rafal_tools
-from agents.rafal.workspace import Workspace
-from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec
-from agents.runtime import RunLimits, RunObserver, RunOutcome, run_agent
+from agents.roster import AGENTS, AVA, HUMAN, POSTERA, AgentSpec, current_roster
+from agents.roster import installed as installed_roster
+from agents.runtime import RunLimits, run_agent
 from agents.scripted import ScriptedModel
-from agents.specialists import Specialists, VendorCredentials, build_specialists
-from agents.toolbox import DESCRIBING, RunContext, Toolbox, ToolFactory
+from agents.specialist import VendorSettings, declared
+from agents.specialists import Specialists, build_specialists
+from agents.toolbox import RunContext, Toolbox
 from agents.tools import Tool
-from agents.yori.music import MusicPlayer
-from agents.yori.sandbox import SandboxMusic
-from agents.yori.spotify import SpotifyMusic
-from agents.yori.tools import yori_tools
-from agents.zee.home import Command, Device, SmartHome
+from agents.zee.home import Command, SmartHome
 from agents.zee.sandbox import SandboxHome
-from agents.zee.tools import zee_tools
-from agents.zee.tuya import TuyaHome
+
+
+def specialist_packages() -> tuple[str, ...]:
+    """The packages of the specialists in the room (for their migrations)."""
+    return current_roster().packages
+
+
+def specialist_settings_models() -> dict[str, type[VendorSettings]]:
+    """Each specialist's own settings class, by handle (the composition root reads them)."""
+    return {name: declared(entry).port.settings for name, entry in current_roster().by_name.items()}
+
 
 __all__ = [
     "AGENTS",
     "AVA",
-    "CAPABILITIES",
-    "DESCRIBING",
     "EMOTIONS",
-    "GOOGLE",
     "HUMAN",
     "POSTERA",
-    "RECALL",
-    "SPECIALISTS",
-    "SPOTIFY",
-    "AccessTokens",
-    "Account",
-    "AgentError",
     "AgentSpec",
-    "Capability",
     "Channel",
     "Command",
     "Connections",
-    "Content",
-    "Delegate",
-    "Device",
-    "Fact",
-    "Forgotten",
     "FunctionCall",
-    "FunctionResult",
-    "GoogleWorkspace",
-    "Graph",
-    "Integration",
-    "IntegrationState",
     "Knowledge",
     "KnowledgeError",
     "KnowledgeMessage",
     "LinkError",
-    "Links",
     "LocalKnowledge",
     "Model",
     "ModelError",
-    "ModelRejected",
     "ModelRequest",
     "ModelResponse",
     "ModelUnavailable",
-    "MusicPlayer",
-    "OAuthClient",
     "OfflineModel",
-    "PendingActions",
-    "PersonSaid",
     "RuleExtractor",
     "RunContext",
     "RunLimitExceeded",
     "RunLimits",
-    "RunObserver",
-    "RunOutcome",
     "SandboxHome",
-    "SandboxMusic",
-    "SandboxWorkspace",
     "ScriptedModel",
     "Segment",
     "Session",
     "SmartHome",
     "Specialists",
     "SpokenReply",
-    "SpotifyMusic",
-    "StateSigner",
     "ThreadMessage",
     "TokenCipher",
     "Tool",
     "ToolError",
-    "ToolFactory",
     "ToolSpec",
     "Toolbox",
     "Trigger",
-    "TuyaHome",
     "Usage",
-    "VendorCredentials",
-    "Workspace",
+    "VendorSettings",
     "build_specialists",
     "compose",
+    "current_roster",
     "detect_language",
     "handoff_tools",
     "hollow",
+    "installed_roster",
     "parse_spoken",
-    "promised",
-    "provides",
-    "rafal_tools",
     "recall_tools",
-    "render_persona",
     "run_agent",
     "session_facts",
+    "specialist_packages",
+    "specialist_settings_models",
     "to_contents",
     "window",
-    "yori_tools",
-    "zee_tools",
 ]

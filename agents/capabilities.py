@@ -1,9 +1,10 @@
 """What the agents may promise, tied to the tools that keep the promise.
 
 A persona, a team description or an offline greeting may only say an agent can do what
-one of its registered tools really does (SPEC §6, issue 8). This module is the small
+one of its registered tools really does (docs/agents.md). This module is the small
 shared vocabulary for that: each capability names the words that promise it and the
 tool names that provide it, and says it in English and Indonesian for the offline model.
+A specialist's package declares its own; Ava's are here.
 
 Persona and layer lines that need a tool carry a tag, `{tools: a, b}`; `render_persona`
 keeps such a line only when the agent has every tool it names (`{tools: none}` only when
@@ -19,6 +20,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from agents.model import ToolSpec
+from agents.roster import Roster, current_roster
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,71 +32,45 @@ class Capability:
     id: str
 
 
-def _words(pattern: str) -> re.Pattern[str]:
+def words(pattern: str) -> re.Pattern[str]:
+    """A capability's promise: words matched case-insensitively."""
     return re.compile(pattern, re.IGNORECASE)
 
 
-CAPABILITIES: tuple[Capability, ...] = (
-    Capability(
-        "home_read",
-        _words(r"\b(lists? (the person's |your )?devices|device status|reads? a device)"),
-        frozenset({"list_devices", "device_status"}),
-        "check your devices",
-        "ngecek perangkat",
-    ),
-    Capability(
-        "home_control",
-        _words(r"\b(switch(es)? (lights|on|off)|turns? (lights )?(on|off)|dims?|opens? (and closes )?curtains)\b"),
-        frozenset({"send_commands"}),
-        "switch and dim your lights, set the AC and move the curtains",
-        "nyalain, matiin, dan redupin lampu, ngatur AC, dan buka tutup gorden",
-    ),
-    Capability(
-        "music",
-        _words(r"\b(plays?|pauses?|skips?|search(es)? tracks|sets? the volume|now playing)\b"),
-        frozenset({"play", "pause", "search_tracks", "now_playing", "next_track", "skip", "set_volume"}),
-        "play your music",
-        "muterin musik",
-    ),
-    Capability(
-        "mail",
-        _words(r"\b(reads?|sends?|check(s)?) (and sends? )?(your |the person's )?(e-?mails?|mail|inbox)\b"),
-        frozenset({"read_messages", "send_email", "search_messages", "read_email"}),
-        "read and send your email",
-        "baca dan kirim email",
-    ),
-    Capability(
-        "calendar",
-        _words(r"\b(lists?|adds?|reads?) (and adds? )?(calendar )?events\b"),
-        frozenset({"list_events", "add_event"}),
-        "see and add calendar events",
-        "lihat dan nambah acara di kalender",
-    ),
-    Capability(
-        "contacts",
-        _words(r"\b(reads?|lists?|adds?) (and adds? )?contacts\b"),
-        frozenset({"list_contacts", "add_contact"}),
-        "look up and add contacts",
-        "cari dan nambah kontak",
-    ),
+# Ava's own capabilities; each specialist brings its own (agents/specialist.py), and the
+# vocabulary is theirs in roster order, then hers.
+LEAD_CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "wakes",
-        _words(r"\b(remind(s|ing)?( you| the person)?|reminders?|wake notes?|notes? to your future self)\b"),
+        words(r"\b(remind(s|ing)?( you| the person)?|reminders?|wake notes?|notes? to your future self)\b"),
         frozenset({"schedule_wake"}),
         "remind you of things later",
         "ngingetin kamu nanti",
     ),
     Capability(
         "recall",
-        _words(r"\b(recalls?|knows the person|remembers? (facts|what you told))\b"),
+        words(r"\b(recalls?|knows the person|remembers? (facts|what you told))\b"),
         frozenset({"recall"}),
         "remember what you tell me",
         "ingat hal yang kamu ceritain",
     ),
 )
 
-# Ava's handoff tools describe a specialist, not a capability of their own.
-_HANDOFFS = frozenset({"zee", "yori", "rafal"})
+
+def capabilities() -> tuple[Capability, ...]:
+    """Every capability the room can have, in the order the team layer states them."""
+    return _vocabulary(current_roster())
+
+
+@functools.cache
+def _vocabulary(team: Roster) -> tuple[Capability, ...]:
+    found: list[Capability] = []
+    for specialist in team.specialists:
+        for capability in specialist.capabilities:
+            assert isinstance(capability, Capability), f"{specialist.agent.name}: {capability!r} is not a Capability"
+            found.append(capability)
+    return (*found, *LEAD_CAPABILITIES)
+
 
 _TAG = re.compile(r"\s*\{(tools|without):\s*([^}]*)\}\s*$")
 
@@ -106,7 +82,9 @@ def provides(capability: Capability, specs: Iterable[ToolSpec | str]) -> bool:
         name = spec if isinstance(spec, str) else spec.name
         if name in capability.tools:
             return True
-        if not isinstance(spec, str) and name not in _HANDOFFS and capability.promise.search(spec.description):
+        # Ava's handoff tools (named for a specialist) describe it, not a capability of her own.
+        handoff = name in current_roster().by_name
+        if not isinstance(spec, str) and not handoff and capability.promise.search(spec.description):
             return True
     return False
 
@@ -124,7 +102,7 @@ def promised(text: str) -> list[Capability]:
         low = sentence.lower()
         found += [
             c
-            for c in CAPABILITIES
+            for c in capabilities()
             if c not in found and (c.promise.search(sentence) or c.en.lower() in low or c.id.lower() in low)
         ]
     return found
@@ -133,7 +111,7 @@ def promised(text: str) -> list[Capability]:
 def offered(specs: Iterable[ToolSpec | str]) -> list[Capability]:
     """What an agent with these tools can really do, in vocabulary order."""
     listed = list(specs)
-    return [c for c in CAPABILITIES if provides(c, listed)]
+    return [c for c in capabilities() if provides(c, listed)]
 
 
 def _keeps(line: str, tools: Collection[str]) -> bool:

@@ -18,7 +18,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from agents.capabilities import render_persona
-from agents.roster import AgentSpec
+from agents.roster import AVA, AgentSpec, Roster, current_roster
 from agents.team import Team, team_layer
 
 Channel = Literal["text", "voice", "phone"]
@@ -28,6 +28,14 @@ Trigger = Literal["human", "ava", "postera"]
 @cache
 def layer_text(name: str) -> str:
     return resources.files("agents").joinpath("layers", f"{name}.txt").read_text("utf-8").strip()
+
+
+@cache
+def room_layer(team: Roster) -> str:
+    """Who is in the room, from the roster: "Ava (the lead), Zee (smart home) and ..."."""
+    members = [f"{AVA.display_name} (the lead)", *(f"{a.display_name} ({a.domain})" for a in team.specs)]
+    said = members[0] if len(members) == 1 else ", ".join(members[:-1]) + " and " + members[-1]
+    return layer_text("room").format(members=said)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +106,7 @@ def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Se
     role = render_persona(layer_text("role_lead" if agent.role == "lead" else "role_specialist"), tools)
     layers = (
         render_persona(agent.persona, tools),
-        layer_text("room"),
+        room_layer(current_roster()),
         role,
         team_layer(team) if agent.role == "lead" else "",
         channel_layer(agent, channel),

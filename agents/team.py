@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.capabilities import CAPABILITIES, offered
+from agents.capabilities import capabilities, offered
 from agents.model import ToolSpec
 from agents.roster import AGENTS, SPECIALISTS
 
@@ -84,6 +84,6 @@ def read_team(system: str) -> list[Member]:
         if match:
             tools = tuple(t.strip() for t in match.group(3).split(",") if t.strip() and t.strip() != "none")
             said = line.split(": ", 1)[1]
-            capabilities = tuple(c.name for c in CAPABILITIES if c.en in said)
-            members.append(Member(match.group(1).lower(), match.group(2), tools, capabilities))
+            stated = tuple(c.name for c in capabilities() if c.en in said)
+            members.append(Member(match.group(1).lower(), match.group(2), tools, stated))
     return members

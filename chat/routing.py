@@ -7,19 +7,13 @@ distinct mention -> that agent directly; two or more -> Ava, who orders the work
 
 from __future__ import annotations
 
-import re
-
-from agents import AGENTS
-
-# Not preceded by a word character, '@' or '.', so e-mail addresses and '@@zee' are text;
-# not followed by a word character, so a longer name is a different (unknown) name.
-_MENTION = re.compile(r"(?<![\w@.])@(" + "|".join(sorted(AGENTS)) + r")(?!\w)", re.IGNORECASE)
+from agents import current_roster
 
 
 def mentions(text: str) -> tuple[str, ...]:
     """Distinct known agents mentioned, in order of first mention, lower-cased."""
     seen: dict[str, None] = {}
-    for match in _MENTION.finditer(text):
+    for match in current_roster().mention.finditer(text):
         seen.setdefault(match.group(1).lower(), None)
     return tuple(seen)
 

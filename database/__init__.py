@@ -5,7 +5,7 @@ of their own) from `main.py`."""
 
 from database.embedded import EmbeddedPostgres
 from database.listener import Listener
-from database.migrations import MIGRATION_SOURCES, apply_migrations
+from database.migrations import MIGRATION_SOURCES, apply_migrations, migration_sources
 from database.pool import TurnPool, create_pool, holding, holding_own
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "create_pool",
     "holding",
     "holding_own",
+    "migration_sources",
 ]

@@ -9,6 +9,7 @@ together do not race. A recorded file whose text changed is an error, not a sile
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,13 @@ if TYPE_CHECKING:
 
 # Lower domains first: ledger and reminders depend on nothing; agents on them; chat on all.
 MIGRATION_SOURCES: tuple[str, ...] = ("ledger", "reminders", "agents", "chat")
+
+
+def migration_sources(packages: Sequence[str]) -> tuple[str, ...]:
+    """The domains' migrations with those of these specialist packages (the ones with a
+    `sql/` folder), after the agents' and before the chat's."""
+    return ("ledger", "reminders", "agents", *packages, "chat")
+
 
 _LOCK_KEY = 0x61766167  # "avag": one fixed key for the migration lock
 
@@ -60,7 +68,9 @@ def discover(domains: tuple[str, ...] = MIGRATION_SOURCES) -> list[Migration]:
     return found
 
 
-async def apply_migrations(conn: asyncpg.Connection | PoolConnectionProxy[Any]) -> list[str]:
+async def apply_migrations(
+    conn: asyncpg.Connection | PoolConnectionProxy[Any], *, sources: tuple[str, ...] = MIGRATION_SOURCES
+) -> list[str]:
     """Apply what has not run yet; return the names applied."""
     applied: list[str] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
@@ -68,7 +78,7 @@ async def apply_migrations(conn: asyncpg.Connection | PoolConnectionProxy[Any]) 
         await conn.execute(_CREATE_TABLE)
         rows = await conn.fetch("SELECT domain, name, sha256 FROM schema_migrations")
         done = {(r["domain"], r["name"]): r["sha256"] for r in rows}
-        for migration in discover():
+        for migration in discover(sources):
             key = (migration.domain, migration.name)
             if key in done:
                 if done[key] != migration.sha256:

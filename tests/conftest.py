@@ -92,9 +92,11 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         session_secret=SecretStr("test-secret-" + "x" * 40),
         gemini_api_key=None,
         # Vendor credentials in a developer's environment (for tests/live) never reach these tests.
-        google_client_id=None,
-        spotify_client_id=None,
-        tuya_access_id=None,
+        specialist_settings={
+            "rafal": {"google_client_id": None},
+            "yori": {"spotify_client_id": None},
+            "zee": {"tuya_access_id": None},
+        },
         sse_keepalive_s=1.0,
         thread_wait_s=30.0,
     )

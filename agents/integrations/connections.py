@@ -10,13 +10,12 @@ credentials configured now); their agent then falls back to the sandbox too.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agents.integrations.linking import (
-    INTEGRATIONS,
     IntegrationUnknown,
     LinkingUnavailable,
     LinkRejected,
@@ -26,9 +25,21 @@ from agents.integrations.linking import (
 from agents.integrations.oauth import AccessTokens, OAuthClient
 
 Status = Literal["live", "sandbox", "unavailable"]
-_AGENT = {"google": "rafal", "spotify": "yori", "tuya": "zee"}
-_DISPLAY = {"google": "Google Workspace", "spotify": "Spotify", "tuya": "Tuya Smart"}
-_TUYA_UID = re.compile(r"^[A-Za-z0-9]{6,64}$")
+# An account id at a vendor that links by it (a Tuya app account's uid).
+_ACCOUNT_ID = re.compile(r"^[A-Za-z0-9]{6,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Linkable:
+    """One integration a person can link, as its specialist's package declares it."""
+
+    name: str
+    display_name: str
+    agent: str
+    # Linked by the person's account id at the vendor (no OAuth): possible when this server
+    # holds the vendor's own credentials (`enabled`).
+    by_account_id: bool = False
+    enabled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,35 +72,38 @@ class Connections:
         signer: StateSigner,
         oauth: Mapping[str, OAuthClient],
         tokens: Mapping[str, AccessTokens],
-        tuya_enabled: bool,
+        integrations: Sequence[Linkable],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._links = links
         self._signer = signer
         self._oauth = dict(oauth)
         self._tokens = dict(tokens)
-        self._tuya_enabled = tuya_enabled
+        self._integrations = {i.name: i for i in sorted(integrations, key=lambda i: i.name)}
         self._clock = clock
 
     def _known(self, name: str) -> str:
-        if name not in INTEGRATIONS:
-            raise IntegrationUnknown(f"There is no integration {name[:40]!r}; try google, spotify or tuya.")
+        if name not in self._integrations:
+            known = sorted(self._integrations)
+            choices = ", ".join(known[:-1]) + " or " + known[-1] if len(known) > 1 else "".join(known)
+            raise IntegrationUnknown(f"There is no integration {name[:40]!r}; try {choices}.")
         return name
 
     def can_link(self, name: str) -> bool:
-        return name in self._oauth or (name == "tuya" and self._tuya_enabled)
+        known = self._integrations.get(name)
+        return name in self._oauth or (known is not None and known.by_account_id and known.enabled)
 
     async def states(self, *, person_id: str) -> list[IntegrationState]:
         links = await self._links.all(person_id=person_id)
         states = []
-        for name in INTEGRATIONS:
+        for name, known in self._integrations.items():
             link = links.get(name)
             status: Status = "sandbox" if link is None else ("live" if self.can_link(name) else "unavailable")
             states.append(
                 IntegrationState(
                     name,
-                    _DISPLAY[name],
-                    _AGENT[name],
+                    known.display_name,
+                    known.agent,
                     status,
                     link is not None,
                     self.can_link(name),
@@ -101,22 +115,25 @@ class Connections:
     def auth_url(self, *, person_id: str, name: str) -> str:
         client = self._oauth.get(self._known(name))
         if client is None:
+            known = self._integrations[name]
             raise LinkingUnavailable(
-                "Tuya links by account id: POST the connection with account_id."
-                if name == "tuya"
-                else f"This server has no {_DISPLAY[name]} credentials configured."
+                f"{known.display_name} links by account id: POST the connection with account_id."
+                if known.by_account_id
+                else f"This server has no {known.display_name} credentials configured."
             )
         return client.authorization_url(self._signer.issue(person_id=person_id, integration=name, now=self._clock()))
 
     async def connect(
         self, *, person_id: str, name: str, code: str | None, state: str | None, account_id: str | None
     ) -> IntegrationState:
-        self._known(name)
+        known = self._integrations[self._known(name)]
         if not self.can_link(name):
-            raise LinkingUnavailable(f"This server has no {_DISPLAY[name]} credentials configured.")
-        if name == "tuya":
-            if account_id is None or not _TUYA_UID.match(account_id):
-                raise LinkRejected("Send the Tuya app account's uid as account_id (letters and digits).")
+            raise LinkingUnavailable(f"This server has no {known.display_name} credentials configured.")
+        if known.by_account_id:
+            if account_id is None or not _ACCOUNT_ID.match(account_id):
+                raise LinkRejected(
+                    f"Send the {known.display_name} app account's uid as account_id (letters and digits)."
+                )
             await self._links.save(person_id=person_id, integration=name, refresh_token=None, account_id=account_id)
         else:
             if not code or not state:

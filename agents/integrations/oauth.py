@@ -1,9 +1,10 @@
-"""OAuth 2 authorization-code clients for Google and Spotify, on httpx, and the per-person
-access-token cache the live adapters read.
+"""OAuth 2 authorization-code clients, on httpx, and the per-person access-token cache the
+live adapters read.
 
-Each provider differs only in its URLs, scopes, how the client authenticates at the
-token endpoint (Google: in the form; Spotify: HTTP Basic) and whether it can revoke
-(Google can; Spotify offers no revoke endpoint, so disconnecting only forgets). Errors
+Each provider (declared by the specialist package that uses it: Google by Rafal's,
+Spotify by Yori's) differs only in its URLs, scopes, how the client authenticates at the
+token endpoint (in the form, or HTTP Basic) and whether it can revoke (Google can;
+Spotify offers no revoke endpoint, so disconnecting only forgets). Errors
 become the linking errors (`LinkRejected`, `ProviderUnavailable`) while linking, and the
 agents' hints (`TokenExpired`, `RateLimited`) while a tool runs.
 """
@@ -21,18 +22,6 @@ import httpx
 from agents.integrations.hints import not_linked, rate_limited, token_expired, unavailable
 from agents.integrations.linking import LinkRejected, Links, ProviderUnavailable
 
-GOOGLE_SCOPES = (
-    "https://www.googleapis.com/auth/gmail.readonly",
-    "https://www.googleapis.com/auth/gmail.send",
-    "https://www.googleapis.com/auth/calendar.events",
-    "https://www.googleapis.com/auth/contacts",
-)
-SPOTIFY_SCOPES = (
-    "user-read-playback-state",
-    "user-modify-playback-state",
-    "user-read-currently-playing",
-    "playlist-read-private",
-)
 # An access token is renewed this long before the provider says it expires.
 _EARLY_S = 60
 
@@ -47,29 +36,6 @@ class Provider:
     scopes: tuple[str, ...]
     basic_auth: bool  # client credentials in an Authorization header instead of the form
     extra_authorize: dict[str, str] = field(default_factory=dict)
-
-
-GOOGLE = Provider(
-    "google",
-    "Google",
-    "https://accounts.google.com/o/oauth2/v2/auth",
-    "https://oauth2.googleapis.com/token",
-    "https://oauth2.googleapis.com/revoke",
-    GOOGLE_SCOPES,
-    basic_auth=False,
-    # offline + consent: a refresh token every time, and re-linking replaces it.
-    extra_authorize={"access_type": "offline", "prompt": "consent", "include_granted_scopes": "true"},
-)
-SPOTIFY = Provider(
-    "spotify",
-    "Spotify",
-    "https://accounts.spotify.com/authorize",
-    "https://accounts.spotify.com/api/token",
-    None,
-    SPOTIFY_SCOPES,
-    basic_auth=True,
-    extra_authorize={"show_dialog": "true"},
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,21 @@ model's own function calls; this keeps quoted text from looking like an instruct
 
 from __future__ import annotations
 
+import functools
 import re
 
-from agents.roster import AGENTS
+from agents.roster import Roster, current_roster
 
-_MENTION = re.compile(r"@(?=(?:" + "|".join(sorted(AGENTS)) + r")\b)", re.IGNORECASE)
 # Outside text reaching the model is also bounded: one noisy email cannot fill a context.
 TEXT_CHARS_MAX = 2_000
 
 
+@functools.cache
+def _at_sign(team: Roster) -> re.Pattern[str]:
+    """An "@" that starts a member's name (worked out once per roster)."""
+    return re.compile(r"@(?=(?:" + "|".join(sorted(team.agents)) + r")\b)", re.IGNORECASE)
+
+
 def as_data(text: str, *, chars_max: int = TEXT_CHARS_MAX) -> str:
-    cleaned = _MENTION.sub("\uff20", text)
+    cleaned = _at_sign(current_roster()).sub("\uff20", text)
     return cleaned if len(cleaned) <= chars_max else cleaned[:chars_max] + "…"

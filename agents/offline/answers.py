@@ -4,20 +4,19 @@
   specialist: Ava hands it back to them (with their bare tag) instead of treating it as a
   new request; only the person's own short reply counts;
 - requests the general vocabulary does not know ("next", "what's playing?", "add dinner
-  with Sari on Friday at 7") still belong to Yori or Rafal.
+  with Sari on Friday at 7") still belong to the specialist whose own rules know them
+  (its skill set's `owns`).
 """
 
 from __future__ import annotations
 
 from agents.integrations.confirmations import is_plain_yes
-from agents.offline.mail import wants_workspace
-from agents.offline.music import wants_music
 from agents.offline.situation import Situation
+from agents.offline.skillset import claiming_order
 from agents.offline.words import has_any
 from agents.roster import SPECIALISTS
 
 _NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")
-_BY_DISPLAY_NAME = {a.display_name: a.name for a in SPECIALISTS}
 
 
 def asked_by(s: Situation) -> str | None:
@@ -33,7 +32,7 @@ def asked_by(s: Situation) -> str | None:
             human_seen = True
             continue
         if human_seen:
-            name = _BY_DISPLAY_NAME.get(line.author)
+            name = next((a.name for a in SPECIALISTS if a.display_name == line.author), None)
             if name is None:
                 continue  # Ava's tag or her spoken relay of the question, on a call
             lines = line.text.strip().splitlines()
@@ -45,8 +44,7 @@ def asked_by(s: Situation) -> str | None:
 
 def owner_of(request: str) -> str | None:
     """The specialist whose own rules recognise this request, for one the vocabulary missed."""
-    if wants_music(request):
-        return "yori"
-    if wants_workspace(request):
-        return "rafal"
+    for name, skills in claiming_order():
+        if skills.owns(request):
+            return name
     return None

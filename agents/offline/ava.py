@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import re
 
-from agents.capabilities import CAPABILITIES
+from agents.capabilities import capabilities
 from agents.offline.answers import asked_by, owner_of
-from agents.offline.asks import is_question
 from agents.offline.situation import Reply, Situation, call
-from agents.offline.words import Lang, in_language, intent_of, is_follow_up, join, topics_of
+from agents.offline.skillset import skills_of
+from agents.offline.words import Lang, in_language, intent_of, is_follow_up, is_question, join, topics_of
+from agents.roster import current_roster
 from agents.team import Member
 
-HANDOFF = {"home": "zee", "music": "yori", "workspace": "rafal"}
-SPECIALISTS = frozenset(HANDOFF.values())
-_MENTION = re.compile(r"(?<![\w@.])@(zee|yori|rafal)(?!\w)", re.IGNORECASE)
 _CANT = ("couldn't", "can't", "cannot", "gagal", "nggak bisa", "gak bisa", "belum bisa", "nggak ada", "there's no")
 _TIMED = re.compile(
     r"\b(remind|reminder|ingatkan|ingetin|ingatin|in \d+ (?:minutes?|mins?|hours?)|\d+ menit lagi|tomorrow|besok|"
@@ -33,7 +31,8 @@ def _tagged(s: Situation, text: str, emotion: str) -> str:
 
 def wanted(s: Situation) -> list[str]:
     """The specialists this request needs, in the order the person asked."""
-    named = [m.lower() for m in _MENTION.findall(s.request)]
+    team = current_roster()
+    named = [m.lower() for m in team.mention.findall(s.request) if m.lower() in team.by_name]
     topics = topics_of(s.request)
     if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
         return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
@@ -41,12 +40,12 @@ def wanted(s: Situation) -> list[str]:
         topics = topics_of(s.previous_request)[-1:]
     if not topics and not named and (owner := owner_of(s.request)) is not None:
         return [owner]  # a request the specialist's own rules recognise ("skip this one")
-    return list(dict.fromkeys(named + [HANDOFF[t] for t in topics]))
+    return list(dict.fromkeys(named + topics))  # a topic is named by its specialist
 
 
 def hand_on(s: Situation) -> Reply | None:
     """The next specialist not yet handed this request, by calling its tool with the bare tag."""
-    handed = {name for name, _ in s.results if name in SPECIALISTS}
+    handed = {name for name, _ in s.results if name in current_roster().by_name}
     for name in wanted(s):
         if name not in handed and name in s.tools:
             return "", [call(name, {"tag": f"@{name}"})]
@@ -63,7 +62,8 @@ def answer_back(s: Situation) -> Reply | None:
 
 def relay(s: Situation) -> Reply | None:
     """After the specialists: silent in text (the person read them), spoken on a call."""
-    replies = [(name, str(r.get("response", ""))) for name, r in s.results if name in SPECIALISTS]
+    team = current_roster().by_name
+    replies = [(name, str(r.get("response", ""))) for name, r in s.results if name in team]
     if not replies:
         return None
     if not s.voice:
@@ -86,13 +86,18 @@ def _in_third_person(name: str, text: str) -> str:
     return re.sub(r"\b(aku|Aku)\b", who, text)
 
 
+def _later_work(topic: str) -> bool:
+    skills = skills_of(topic)
+    return skills is not None and skills.timed_work_is_later
+
+
 def later(s: Situation) -> Reply | None:
     """Work for a later time: without wake tools Ava cannot keep it, and says so."""
     if "schedule_wake" in s.tools or not _TIMED.search(s.request) or is_question(s.request):
         return None  # "what's on my calendar tomorrow?" asks now about later: not later work
     reminder = re.search(r"remind|ingatkan|ingetin|ingatin", s.request, re.I)
     # A calendar event's time is data for Rafal, not work to do later ("add dinner on Friday at 7").
-    if not reminder and not {"home", "music"} & set(topics_of(s.request)):
+    if not reminder and not any(_later_work(topic) for topic in topics_of(s.request)):
         return None
     text = in_language(
         s.lang,
@@ -109,7 +114,7 @@ def team_sentence(lang: Lang, team: tuple[Member, ...]) -> str:
     for member in team:
         if member.name == "ava":
             continue
-        caps = [c for c in CAPABILITIES if c.name in member.capabilities]
+        caps = [c for c in capabilities() if c.name in member.capabilities]
         if caps:
             able.append(
                 f"{member.name.capitalize()} "
@@ -119,7 +124,7 @@ def team_sentence(lang: Lang, team: tuple[Member, ...]) -> str:
         else:
             idle.append(member.name.capitalize())
     own = next((m for m in team if m.name == "ava"), None)
-    mine = [c.en if lang == "en" else c.id for c in CAPABILITIES if own and c.name in own.capabilities]
+    mine = [c.en if lang == "en" else c.id for c in capabilities() if own and c.name in own.capabilities]
     parts = []
     if able:
         parts.append("; ".join(able) + ".")

@@ -17,6 +17,7 @@ from agents.knowledge.rules import read_claims
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, intent_of
+from agents.roster import current_roster
 
 _RECALL = "recall"
 _FACTS_SPOKEN_MAX = 5
@@ -194,7 +195,7 @@ def memory_turn(s: Situation, tool_names: frozenset[str]) -> tuple[str, list[Fun
     # A question about the person wins over a topic word in it ("what's my favourite song?");
     # anything else about the home, music or work is the specialists'.
     if any(name != _RECALL for name, _ in s.results) or (
-        query is None and intent_of(s.request) in ("home", "music", "workspace")
+        query is None and intent_of(s.request) in current_roster().by_name
     ):
         return None
     result = s.last_result(_RECALL)

@@ -22,7 +22,6 @@ _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d) ([^\]]+)\] (.*)$", re.DOTALL
 _NOW = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \((\w+)\)")
 _NOW_ZONED = re.compile(r"Current local date and time for the person: (\d{4}-\d\d-\d\d \d\d:\d\d) \(\w+\) \(([^)]+)\)")
 NOTE_AUTHOR = "Ava (note to self)"
-_AGENT_NAMES = {a.display_name for a in AGENTS.values()} | {NOTE_AUTHOR}
 
 # What a skill answers: the reply text and the tool calls to make (empty text while calling).
 Reply = tuple[str, list[FunctionCall]]
@@ -35,7 +34,7 @@ class Line:
 
     @property
     def by_human(self) -> bool:
-        return self.author not in _AGENT_NAMES
+        return self.author != NOTE_AUTHOR and all(a.display_name != self.author for a in AGENTS.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,25 +7,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agents.offline.situation import Line, Reply, Situation
+from agents.offline.skillset import skills_of
 from agents.offline.words import clauses, in_language, intent_of, is_follow_up, topic_of, topics_of
 
-DOMAIN = {"zee": "home", "yori": "music", "rafal": "workspace"}
-# What a specialist says when asked for its domain's work and no tool can do it yet.
-_NOT_YET = {
-    "home": ("I can't control your home yet: no smart-home service is connected here.",
-             "Maaf, aku belum bisa ngatur rumahmu: belum ada layanan rumah pintar yang tersambung di sini."),
-    "music": ("I can't play or check music yet: no music service is connected here.",
-              "Maaf, aku belum bisa muterin atau ngecek musik: belum ada layanan musik yang tersambung di sini."),
-    "workspace": ("I can't open your email, calendar or contacts yet: nothing is connected here.",
-                  "Maaf, aku belum bisa buka email, kalender, atau kontakmu: belum ada yang tersambung di sini."),
-}  # fmt: skip
+# A specialist's domain is named by its handle (agents/offline/words.py `topic_of`).
 
 
 def own_part(s: Situation) -> Situation:
     """The situation with the latest request cut to this agent's clauses: of "play some jazz
     and turn on the light", Yori reads only "play some jazz" (a clause with no topic of its
     own, "and set it to 20", belongs with the one before)."""
-    domain, current, kept, topics = DOMAIN.get(s.agent), None, [], set()
+    domain, current, kept, topics = s.agent, None, [], set()
     for clause in clauses(s.request):
         current = topic_of(clause) or current
         topics.add(current)
@@ -46,7 +38,7 @@ def silent_if_answered(s: Situation) -> Reply | None:
 
 def mine(s: Situation) -> bool:
     """Is the latest request (or a follow-up to the previous one) in this agent's domain?"""
-    domain = DOMAIN[s.agent]
+    domain = s.agent
     if domain in topics_of(s.request):
         return True
     return not topics_of(s.request) and is_follow_up(s.request) and domain in topics_of(s.previous_request)
@@ -67,7 +59,7 @@ def social(s: Situation) -> Reply | None:
 def elsewhere(s: Situation) -> Reply | None:
     """Asked directly for another domain's work: point the person to Ava."""
     topics = topics_of(s.request)
-    if not topics or DOMAIN[s.agent] in topics:
+    if not topics or s.agent in topics:
         return None
     return in_language(
         s.lang,
@@ -78,7 +70,9 @@ def elsewhere(s: Situation) -> Reply | None:
 
 def not_yet(s: Situation) -> Reply:
     """The domain's work with no tool to do it, or anything else: said plainly, never faked."""
-    en, id_ = _NOT_YET[DOMAIN[s.agent]]
+    skills = skills_of(s.agent)
+    assert skills is not None, f"{s.agent} is not a specialist in the room"
+    en, id_ = skills.not_yet
     if not mine(s) and s.tools:
         en, id_ = "I can't help with that one, sorry.", "Maaf, yang itu aku nggak bisa bantu."
     return in_language(s.lang, en, id_), []

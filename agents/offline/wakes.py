@@ -18,6 +18,7 @@ from typing import Any
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, intent_of, words_of
+from agents.roster import current_roster
 
 _SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku")
 _LIST = (
@@ -65,8 +66,8 @@ _TASK_ID = re.compile(
     r"\b(?:ingatkan|ingetin|ingatin)\s+(?:aku|saya|gue|gw|ku)?\s*(?:untuk|buat|utk|supaya|biar)?\s*(.*)$",
     re.IGNORECASE | re.DOTALL,
 )
-# Work for a specialist at a later time is a note to hand it on when Ava wakes.
-_LATER_WORK = {"home": "zee", "music": "yori", "workspace": "rafal"}
+# Work for a specialist at a later time is a note to hand it on when Ava wakes; a domain
+# is named by its specialist (agents/offline/words.py `topic_of`).
 _HAND_ON = re.compile(r"^(?:Hand on to|Teruskan ke) (\w+): (.+)$", re.DOTALL)
 _NOTE_EN = re.compile(r"^Remind (.+?) to (.+?)\.?$", re.DOTALL)
 _NOTE_ID = re.compile(r"^Ingatkan (.+?) untuk (.+?)\.?$", re.DOTALL)
@@ -87,7 +88,7 @@ def _kind(request: str) -> str | None:
         return "cancel"
     if has_any(request, _SCHEDULE):
         return "schedule"
-    if _has_time(request) and intent_of(request) in _LATER_WORK:
+    if _has_time(request) and intent_of(request) in current_roster().by_name:
         return "later"  # "turn off the AC in 10 minutes": a specialist acts only now
     return None
 
@@ -203,7 +204,7 @@ def _later(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     work = " ".join(_CLOCK.sub(" ", _RELATIVE.sub(" ", s.request)).split()).strip(" .!,;")
     if when is None or not work:
         return _pick(lang, "When should I do that?", "Mau dilakukan kapan?"), []
-    specialist = _LATER_WORK[intent_of(s.request)].capitalize()
+    specialist = current_roster().agents[intent_of(s.request)].display_name
     note = _pick(lang, f"Hand on to {specialist}: {work}", f"Teruskan ke {specialist}: {work}")
     return "", [call("schedule_wake", {"note": note, "at_local": when.strftime("%Y-%m-%dT%H:%M:%S")})]
 
@@ -256,7 +257,7 @@ def _woken(s: Situation) -> tuple[str, list[FunctionCall]]:
     notification."""
     note = s.request.strip()
     hand_on = _HAND_ON.match(note)
-    if hand_on and hand_on.group(1).lower() in _LATER_WORK.values():
+    if hand_on and hand_on.group(1).lower() in current_roster().by_name:
         name = hand_on.group(1).lower()
         answered = s.last_result(name)
         if answered is None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from agents.offline.skillset import claiming_order
+
 Lang = Literal["en", "id"]
-Intent = Literal[
-    "goodbye", "greeting", "how_are_you", "who", "time", "capabilities", "home", "music", "workspace", "thanks", "other"
-]
-Topic = Literal["home", "music", "workspace"]
-TOPICS: tuple[Topic, ...] = ("home", "music", "workspace")
+# A general intent, or the handle of the specialist whose domain the message is about.
+Intent = str
+# A domain is named by the specialist who looks after it ("zee": the smart home).
+Topic = str
 
 # Common Indonesian words; a message where a third of the words are among them is Indonesian.
 _INDONESIAN = frozenset(
@@ -197,104 +198,6 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "selamat sore",
         "selamat malam",
     ),
-    "home": (
-        "light",
-        "lights",
-        "lamp",
-        "lamps",
-        "lampu",
-        "lampunya",
-        "ac",
-        "acnya",
-        "aircon",
-        "air con",
-        "air conditioner",
-        "curtain",
-        "curtains",
-        "gorden",
-        "gordennya",
-        "tirai",
-        "blind",
-        "blinds",
-        "device",
-        "devices",
-        "perangkat",
-        "turn on",
-        "turn off",
-        "switch on",
-        "switch off",
-        "nyalain",
-        "nyalakan",
-        "matikan",
-        "matiin",
-        "hidupkan",
-        "hidupin",
-        "dim",
-        "redupin",
-        "redupkan",
-        "brightness",
-        "kecerahan",
-        "tv",
-        "television",
-        "fan",
-        "kipas",
-        "heater",
-        "door",
-        "pintu",
-        "home status",
-        "everything off",
-        "everything on",
-        "semuanya mati",
-        "semua mati",
-        "the house",
-        "rumah",
-        "bedroom",
-        "living room",
-        "kitchen",
-        "dapur",
-        "ruang tamu",
-        "kamar",
-    ),
-    "music": (
-        "music",
-        "song",
-        "songs",
-        "play",
-        "pause",
-        "skip",
-        "next track",
-        "next song",
-        "volume",
-        "spotify",
-        "playlist",
-        "playing",
-        "jazz",
-        "musik",
-        "lagu",
-        "lagunya",
-        "putar",
-        "puterin",
-        "putarkan",
-        "setel",
-        "jeda",
-    ),
-    "workspace": (
-        "email",
-        "emails",
-        "mail",
-        "inbox",
-        "calendar",
-        "meeting",
-        "meetings",
-        "contact",
-        "contacts",
-        "surel",
-        "kalender",
-        "rapat",
-        "kontak",
-        "jadwal",
-        "agenda",
-    ),
 }
 
 # Words that name a device: with one of them, "play" cannot be about music.
@@ -372,13 +275,11 @@ def clauses(text: str) -> list[str]:
 
 
 def topic_of(text: str) -> Topic | None:
-    """The domain one clause is about; music wins "play" over home words like "living room"."""
-    if has_any(text, _PHRASES["music"]) and not has_any(text, DEVICE_WORDS):
-        return "music"
-    topic: Topic
-    for topic in ("home", "workspace"):
-        if has_any(text, _PHRASES[topic]):
-            return topic
+    """The specialist whose domain one clause is about: the first, in the order their
+    packages ask to be tried (agents/offline/skillset.py), whose words claim it."""
+    for name, skills in claiming_order():
+        if skills.claims(text):
+            return name
     return None
 
 
@@ -402,7 +303,6 @@ def intent_of(text: str) -> Intent:
     topics = topics_of(text)
     if topics:
         return topics[0]
-    intent: Intent
     for intent in ("capabilities", "who", "time", "how_are_you"):
         if has_any(text, _PHRASES[intent]):
             return intent
@@ -410,6 +310,23 @@ def intent_of(text: str) -> Intent:
         if short and has_any(text, _PHRASES[intent]):
             return intent
     return "other"
+
+
+# How a question starts, and how a polite request does ("can you turn on ...?" asks for an action).
+_QUESTION_START = (
+    "is", "are", "was", "were", "what", "what's", "which", "how", "how's", "does", "do", "did", "apakah", "apa",
+    "berapa", "gimana", "bagaimana", "status", "cek", "check",
+)  # fmt: skip
+_REQUEST_START = ("can", "could", "would", "will", "please", "tolong", "bisa", "coba", "pls", "mohon")
+
+
+def is_question(text: str) -> bool:
+    words = words_of(text).split()
+    if not words or words[0] in _REQUEST_START:
+        return False
+    if text.strip().endswith("?"):
+        return words[0] not in ("turn", "switch", "nyalain", "matiin", "open", "close", "buka", "tutup", "set")
+    return words[0] in _QUESTION_START or has_any(text, ("status", "belum", "nggak sih"))
 
 
 def in_language(lang: Lang, en: str, id_: str) -> str:

@@ -15,9 +15,7 @@ import pytest
 
 from agents import (
     AGENTS,
-    Content,
     FunctionCall,
-    FunctionResult,
     Model,
     ModelRequest,
     ModelResponse,
@@ -27,6 +25,7 @@ from agents import (
     ToolSpec,
     compose,
 )
+from agents.model import Content, FunctionResult
 from tests.fakes.gemini_server import FakeGemini, call_part, content_reply, text_reply, usage
 
 TOOL = ToolSpec("list_devices", "List every device.", {"type": "object", "properties": {}})

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from agents import MusicPlayer, SandboxMusic
 from agents.integrations.hints import InputInvalid, NotFound, PremiumRequired, RateLimited
+from agents.yori.music import MusicPlayer
+from agents.yori.sandbox import SandboxMusic
 from agents.yori.spotify import SpotifyMusic
 from tests.fakes.linked import client_for, linked_tokens
 from tests.fakes.vendors import FakeSpotify

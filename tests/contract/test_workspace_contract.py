@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 
-from agents import SandboxWorkspace, Workspace
 from agents.integrations.hints import InputInvalid, NotLinked, TokenExpired
 from agents.rafal.google import GoogleWorkspace
+from agents.rafal.sandbox import SandboxWorkspace
+from agents.rafal.workspace import Workspace
 from tests.fakes.linked import client_for, linked_tokens
 from tests.fakes.vendors import FakeGoogle
 

@@ -17,7 +17,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel, StateSigner
+from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
+from agents.integrations.linking import StateSigner
 from main import running, session_secret
 from settings import Settings
 from tests.conftest import App
@@ -50,12 +51,11 @@ def linked_settings(database_url: str, tmp_path: Path) -> Settings:
         avagenc_home=tmp_path / "state",
         session_secret=SecretStr("test-secret-" + "x" * 40),
         gemini_api_key=None,
-        google_client_id="google-client",
-        google_client_secret=SecretStr("google-secret"),
-        spotify_client_id="spotify-client",
-        spotify_client_secret=SecretStr("spotify-secret"),
-        tuya_access_id=FakeTuya.CLIENT_ID,
-        tuya_access_secret=SecretStr(FakeTuya.SECRET),
+        specialist_settings={
+            "rafal": {"google_client_id": "google-client", "google_client_secret": SecretStr("google-secret")},
+            "yori": {"spotify_client_id": "spotify-client", "spotify_client_secret": SecretStr("spotify-secret")},
+            "zee": {"tuya_access_id": FakeTuya.CLIENT_ID, "tuya_access_secret": SecretStr(FakeTuya.SECRET)},
+        },
     )
 
 

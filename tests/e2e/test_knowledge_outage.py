@@ -7,7 +7,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from agents import Fact, Forgotten, Graph, KnowledgeMessage
+from agents import KnowledgeMessage
+from agents.knowledge import Fact, Forgotten, Graph
 from main import running
 from settings import Settings
 from tests.conftest import App

@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import FunctionCall, Model, ModelRequest, ModelResponse, SandboxWorkspace, ScriptedModel
+from agents import FunctionCall, Model, ModelRequest, ModelResponse, ScriptedModel
+from agents.rafal.sandbox import SandboxWorkspace
 from tests.conftest import App
 
 JAKARTA = ZoneInfo("Asia/Jakarta")

@@ -10,7 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import RunContext, SandboxHome, SandboxMusic, SandboxWorkspace, ToolError
+from agents import RunContext, SandboxHome, ToolError
+from agents.rafal.sandbox import SandboxWorkspace
+from agents.yori.sandbox import SandboxMusic
 from main import build_toolbox
 from tests.conftest import App
 

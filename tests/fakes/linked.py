@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncpg
 import httpx
 
-from agents import GOOGLE, SPOTIFY, AccessTokens, Links, OAuthClient, TokenCipher
+from agents import TokenCipher
+from agents.integrations.linking import Links
+from agents.integrations.oauth import AccessTokens, OAuthClient
+from agents.rafal.agent import GOOGLE
+from agents.yori.agent import SPOTIFY
 from tests.fakes.vendors import FakeGoogle, FakeOAuth, FakeSpotify, FakeTuya
 
 PEOPLE = ("usr_1", "usr_2")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from datetime import datetime
 
-from agents import Toolbox, VendorCredentials, build_specialists
+from agents import Toolbox, build_specialists
 from main import build_toolbox
 
 
@@ -21,7 +21,8 @@ def described_toolbox() -> Toolbox:
     specialists = build_specialists(
         pool=None,  # type: ignore[arg-type]  # never reached: nothing is called
         http=None,  # type: ignore[arg-type]  # no vendor credentials, so no client is built
-        credentials=VendorCredentials(),
+        settings={},  # each package's defaults: no vendor credentials, sandboxes only
+        redirect_base_url="http://127.0.0.1:8000/link",
         token_key=base64.urlsafe_b64encode(b"k" * 32),  # a Fernet key
         state_key=b"s" * 32,
         person_said=_nobody_said,

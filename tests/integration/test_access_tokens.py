@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncpg
 
-from agents import SPOTIFY, AccessTokens, Links, OAuthClient, TokenCipher
+from agents import TokenCipher
+from agents.integrations.linking import Links
+from agents.integrations.oauth import AccessTokens, OAuthClient
+from agents.yori.agent import SPOTIFY
 from agents.yori.spotify import SpotifyMusic
 from tests.fakes.linked import client_for
 from tests.fakes.vendors import FakeSpotify

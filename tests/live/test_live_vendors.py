@@ -14,8 +14,9 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from agents import GOOGLE, SPOTIFY, OAuthClient
-from agents.integrations.oauth import Provider
+from agents.integrations.oauth import OAuthClient, Provider
+from agents.rafal.agent import GOOGLE
+from agents.yori.agent import SPOTIFY
 
 pytestmark = pytest.mark.live
 

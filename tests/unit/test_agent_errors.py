@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from agents import AgentError, LinkError  # the package loads every module, so every error class
+from agents import LinkError
+from agents.errors import AgentError
 from chat import on_domain_error
 
 

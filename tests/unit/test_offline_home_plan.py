@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agents.offline.asks import asks_of
-from agents.offline.home import plan
+from agents.zee.asks import asks_of
+from agents.zee.offline import plan
 
 
 def _device(device_id: str, name: str, category: str, status: dict[str, Any]) -> dict[str, Any]:

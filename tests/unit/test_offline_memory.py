@@ -10,7 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import AGENTS, RECALL, Channel, Content, FunctionResult, ModelRequest, OfflineModel, Session, compose
+from agents import AGENTS, Channel, ModelRequest, OfflineModel, Session, compose
+from agents.knowledge import RECALL
+from agents.model import Content, FunctionResult
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 KNOWN = {

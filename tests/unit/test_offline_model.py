@@ -7,17 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import (
-    AGENTS,
-    Channel,
-    Content,
-    FunctionResult,
-    ModelRequest,
-    OfflineModel,
-    Session,
-    Trigger,
-    compose,
-)
+from agents import AGENTS, Channel, ModelRequest, OfflineModel, Session, Trigger, compose
+from agents.model import Content, FunctionResult
 from tests.fakes.toolbox import described_toolbox
 
 NOW = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)

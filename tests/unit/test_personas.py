@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import AGENTS, CAPABILITIES, Session, ToolSpec, compose, hollow, promised, render_persona
+from agents import AGENTS, Session, ToolSpec, compose, hollow
+from agents.capabilities import capabilities, promised, render_persona
 from tests.fakes.toolbox import described_toolbox
 
 # Describing tools does no I/O, so the home needs no pool here.
@@ -73,7 +74,7 @@ def test_saying_what_cannot_be_done_promises_nothing() -> None:
     assert promised("Maaf, aku belum bisa muterin musik.") == []
 
 
-@pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.name)
+@pytest.mark.parametrize("capability", capabilities(), ids=lambda c: c.name)
 def test_every_capability_recognises_its_own_wording(capability: object) -> None:
     for wording in (capability.en, capability.id):  # type: ignore[attr-defined]
         assert capability in promised(f"Zee can {wording}.")
@@ -83,7 +84,8 @@ async def test_the_team_description_grows_true_as_tools_land() -> None:
     """From a team with only Ava's handoffs, register a music tool for Yori (named as another
     engineer might) and a wake tool for Ava: the team layer, the offline greeting and Yori's
     persona follow, nothing hard-coded."""
-    from agents import Content, ModelRequest, OfflineModel, Tool, Toolbox, handoff_tools
+    from agents import ModelRequest, OfflineModel, Tool, Toolbox, handoff_tools
+    from agents.model import Content
     from agents.team import read_team
     from agents.tools import object_schema
 

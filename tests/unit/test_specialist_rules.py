@@ -64,7 +64,7 @@ def test_plain_addresses_pass(address: str) -> None:
 
 
 async def test_a_run_keeps_the_account_it_started_with() -> None:
-    from agents import Integration
+    from agents.integrations.accounts import Integration
 
     linked: set[str] = set()
 

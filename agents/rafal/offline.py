@@ -18,6 +18,17 @@ from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, words_of
 
+# Words that put a clause in email, the calendar or contacts.
+WORKSPACE_WORDS = (
+    "email", "emails", "mail", "inbox", "calendar", "meeting", "meetings", "contact", "contacts", "surel",
+    "kalender", "rapat", "kontak", "jadwal", "agenda",
+)  # fmt: skip
+
+
+def claims(clause: str) -> bool:
+    return has_any(clause, WORKSPACE_WORDS)
+
+
 _SEND = re.compile(
     r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+to\s+"
     r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",

@@ -14,7 +14,18 @@ from typing import Any, Literal
 
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
-from agents.offline.words import Lang, has_any, words_of
+from agents.offline.words import DEVICE_WORDS, Lang, has_any, words_of
+
+# Words that put a clause in music; with a device word, "play" is not about music.
+MUSIC_WORDS = (
+    "music", "song", "songs", "play", "pause", "skip", "next track", "next song", "volume", "spotify", "playlist",
+    "playing", "jazz", "musik", "lagu", "lagunya", "putar", "puterin", "putarkan", "setel", "jeda",
+)  # fmt: skip
+
+
+def claims(clause: str) -> bool:
+    return has_any(clause, MUSIC_WORDS) and not has_any(clause, DEVICE_WORDS)
+
 
 Want = Literal["play", "resume", "pause", "next", "previous", "volume", "now_playing"]
 

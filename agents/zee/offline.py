@@ -13,10 +13,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.model import FunctionCall
-from agents.offline.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, rooms_in
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.specialists import mine
 from agents.offline.words import Lang, has_any, in_language, join
+from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, rooms_in
+
+# Words that put a clause in the smart home (the general vocabulary of agents/offline/words.py).
+HOME_WORDS = (
+    "light", "lights", "lamp", "lamps", "lampu", "lampunya", "ac", "acnya", "aircon", "air con", "air conditioner",
+    "curtain", "curtains", "gorden", "gordennya", "tirai", "blind", "blinds", "device", "devices", "perangkat",
+    "turn on", "turn off", "switch on", "switch off", "nyalain", "nyalakan", "matikan", "matiin", "hidupkan",
+    "hidupin", "dim", "redupin", "redupkan", "brightness", "kecerahan", "tv", "television", "fan", "kipas", "heater",
+    "door", "pintu", "home status", "everything off", "everything on", "semuanya mati", "semua mati", "the house",
+    "rumah", "bedroom", "living room", "kitchen", "dapur", "ruang tamu", "kamar",
+)  # fmt: skip
+
+
+def claims(clause: str) -> bool:
+    return has_any(clause, HOME_WORDS)
 
 
 def room_of(device: dict[str, Any]) -> str | None:

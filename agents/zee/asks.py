@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.offline.words import clauses, has_any, topic_of, words_of
+from agents.offline.words import clauses, has_any, is_question, topic_of, words_of
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "dj": ("light", "lights", "lamp", "lamps", "lampu", "lampunya", "bulb"),
@@ -61,11 +61,6 @@ _OPEN = ("open", "buka", "bukain", "bukakan")
 _CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
 _STOP = ("stop", "berhenti", "stop gordennya", "setop")
 _HALF = ("halfway", "half", "half way", "setengah", "separuh")
-_QUESTION_START = (
-    "is", "are", "was", "were", "what", "what's", "which", "how", "how's", "does", "do", "did", "apakah", "apa",
-    "berapa", "gimana", "bagaimana", "status", "cek", "check",
-)  # fmt: skip
-_REQUEST_START = ("can", "could", "would", "will", "please", "tolong", "bisa", "coba", "pls", "mohon")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +87,6 @@ class Ask:
         """What the reply should mention beyond on/off: the settings asked about."""
         asked = frozenset({"temp"}) if self.asked_temperature else frozenset()
         return asked | frozenset(a.what for a in self.actions)
-
-
-def is_question(text: str) -> bool:
-    words = words_of(text).split()
-    if not words or words[0] in _REQUEST_START:
-        return False
-    if text.strip().endswith("?"):
-        return words[0] not in ("turn", "switch", "nyalain", "matiin", "open", "close", "buka", "tutup", "set")
-    return words[0] in _QUESTION_START or has_any(text, ("status", "belum", "nggak sih"))
 
 
 def rooms_in(text: str) -> tuple[tuple[str, ...], str]:
@@ -251,7 +237,7 @@ def asks_of(request: str, previous: str) -> list[Ask]:
     current = None
     for clause in clauses(request):  # "turn on the AC and set it to 20": the second part is still Zee's
         current = topic_of(clause) or current
-        if current == "home":
+        if current == "zee":
             parts.append(clause)
     parts = parts or clauses(request)
     asks: list[Ask] = []
@@ -272,5 +258,5 @@ def asks_of(request: str, previous: str) -> list[Ask]:
 def _last_home_ask(previous: str) -> Ask | None:
     if not previous:
         return None
-    parts = [parse(c) for c in clauses(previous) if topic_of(c) == "home"]
+    parts = [parse(c) for c in clauses(previous) if topic_of(c) == "zee"]
     return parts[-1] if parts else None
