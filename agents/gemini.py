@@ -1,52 +1,34 @@
 """`GeminiModel`: the `Model` port answered by Google's Gemini API through `google-genai`.
 
-This is the only module that imports `google.genai`. It translates our contents and tool
-specs into the SDK's types and the SDK's answer back into a `ModelResponse`, so no vendor
-type or vendor exception leaves it.
+It translates our contents and tool specs into the SDK's types and the SDK's answer back
+into a `ModelResponse`, so no vendor type or vendor exception leaves it. The client, its
+timeout, retries and error mapping come from `agents.genai`, shared with every other
+Gemini caller.
 
 Guarantees:
-- Every HTTP request runs under `asyncio.timeout(timeout_s)`; transient failures (429, 5xx,
-  timeouts, connection errors) are retried at most `retries_max` times with exponential
-  backoff, then `ModelUnavailable` is raised. Other refusals raise `ModelRejected` at once.
+- Every HTTP request is one bounded, retried `GeminiClient.generate`: transient failures
+  end in `ModelUnavailable`, refusals and answers we cannot use in `ModelRejected`.
 - Usage is taken only from answers we received, so each billed answer is counted once.
-- Error messages carry the HTTP status and the provider's short reason, never the API key
-  or what we sent.
-- Where requests go and how they are retried is decided here, not by environment
-  variables the SDK would otherwise read.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import functools
-import math
-import random
-import ssl
 from collections.abc import Iterable
 from itertools import count
 
-import httpx
-from google import genai
-from google.genai import errors, types
-from google.genai.client import DebugConfig
+from google.genai import types
 
+from agents.genai import GeminiClient
 from agents.model import (
     Content,
     FunctionCall,
     ModelRejected,
     ModelRequest,
     ModelResponse,
-    ModelUnavailable,
     ToolSpec,
     Usage,
 )
-
-BASE_URL = "https://generativelanguage.googleapis.com/"
-# google-genai may default to "v1" and lets GOOGLE_GENAI_API_VERSION change it. We pin
-# v1beta, where Gemini's function-calling fields (thought signatures,
-# `parametersJsonSchema`) appear first, so the wire format cannot move under us.
-API_VERSION = "v1beta"
 
 # Gemini 3 rejects a history whose function calls lack the signature it issued. Calls
 # carry it back in `FunctionCall.signature`; a model turn with no signature at all (e.g.
@@ -56,7 +38,6 @@ _SIGNATURE_SKIP = base64.urlsafe_b64decode("skip_thought_signature_validator")
 
 # A continuation hop is one more billed request; a reply needing more is cut off here.
 _HOPS_MAX = 4
-_REASON_CHARS_MAX = 200
 _ANSWERED_REASONS = frozenset(
     {
         types.FinishReason.STOP,
@@ -82,37 +63,14 @@ class GeminiModel:
         base_url: str | None = None,
         backoff_s: float = 0.5,
     ) -> None:
-        assert api_key, "GeminiModel needs an API key"
-        assert timeout_s > 0, timeout_s
-        assert retries_max >= 0, retries_max
-        assert backoff_s >= 0, backoff_s
-        self._api_key = api_key
-        self._timeout_s = timeout_s
-        self._retries_max = retries_max
-        self._backoff_s = backoff_s
-        self._call_numbers = count(1)
-        # Our own httpx client pins the transport: with aiohttp installed the SDK would
-        # pick it instead, with a different set of exceptions to classify.
-        self._http = httpx.AsyncClient(timeout=timeout_s, verify=_tls_context())
-        self._client = genai.Client(
-            vertexai=False,
+        self._client = GeminiClient(
             api_key=api_key,
-            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
-            http_options=types.HttpOptions(
-                base_url=base_url or BASE_URL,
-                api_version=API_VERSION,
-                # Milliseconds; the SDK also forwards it as X-Server-Timeout so Google
-                # stops generating (and billing) an answer we are no longer waiting for.
-                timeout=max(1, math.ceil(timeout_s * 1000)),
-                # One attempt: retries are ours, under our timeout and our accounting.
-                retry_options=types.HttpRetryOptions(attempts=1),
-                httpx_async_client=self._http,
-                # The SDK also builds a sync and a websocket client we never use; handing
-                # them the shared context spares loading the CA bundle twice per instance.
-                client_args={"verify": _tls_context()},
-                async_client_args={"ssl": _tls_context()},
-            ),
+            timeout_s=timeout_s,
+            retries_max=retries_max,
+            backoff_s=backoff_s,
+            base_url=base_url,
         )
+        self._call_numbers = count(1)
 
     async def generate(self, *, request: ModelRequest) -> ModelResponse:
         contents = self._contents(request.contents)
@@ -122,7 +80,7 @@ class GeminiModel:
         model = ""
         token: bytes | None = None
         for _ in range(_HOPS_MAX):
-            answer = await self._generate_with_retries(
+            answer = await self._client.generate(
                 model=request.model,
                 contents=contents,
                 config=_config(request, continuation_token=token),
@@ -143,59 +101,7 @@ class GeminiModel:
 
     async def aclose(self) -> None:
         """Closes the connection pool; call once when the program stops."""
-        await self._http.aclose()
-
-    async def _generate_with_retries(
-        self,
-        *,
-        model: str,
-        contents: list[types.Content],
-        config: types.GenerateContentConfig,
-    ) -> types.GenerateContentResponse:
-        # Nothing is double-billed: an attempt that failed with 429/5xx produced no
-        # answer and no usage, and we count usage only from the answer we return. An
-        # attempt we abandoned on timeout may still cost us at Google (X-Server-Timeout
-        # asks it to stop), but its usage never reaches the ledger, so the person pays
-        # for one answer only.
-        failure: Exception | None = None
-        for attempt in range(self._retries_max + 1):
-            if attempt:
-                await asyncio.sleep(self._backoff_delay_s(attempt - 1))
-            try:
-                async with asyncio.timeout(self._timeout_s):
-                    return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
-            except errors.APIError as exc:
-                if not _retryable(exc.code):
-                    raise ModelRejected(f"Gemini refused the request: {self._reason(exc)}") from exc
-                failure = exc
-            except (TimeoutError, httpx.RequestError) as exc:
-                # No answer reached us (timeout, refused, reset, garbled transfer).
-                failure = exc
-            except ValueError as exc:
-                # The SDK could not encode our request or decode the answer (pydantic
-                # and JSON errors are ValueErrors); sending it again would not help.
-                raise ModelRejected(f"Gemini call failed: {type(exc).__name__}") from exc
-        assert failure is not None
-        raise ModelUnavailable(
-            f"Gemini did not answer after {self._retries_max + 1} attempts: {self._reason(failure)}"
-        ) from failure
-
-    def _backoff_delay_s(self, retry: int) -> float:
-        delay_s = self._backoff_s * 2.0**retry
-        # Jitter spreads out retries of calls that failed together.
-        return delay_s + random.uniform(0, delay_s / 4)
-
-    def _reason(self, exc: Exception) -> str:
-        if isinstance(exc, errors.APIError):
-            # The provider's own message (e.g. "API key not valid", "missing a
-            # thought_signature") is the useful part; `str(exc)` would add the full body.
-            message = str(exc.message or "")[:_REASON_CHARS_MAX]
-            reason = f"HTTP {exc.code} {exc.status or ''} {message}".strip()
-        elif isinstance(exc, TimeoutError):
-            reason = f"no answer within {self._timeout_s:g} s"
-        else:
-            reason = type(exc).__name__
-        return reason.replace(self._api_key, "[api key]")
+        await self._client.aclose()
 
     def _contents(self, contents: Iterable[Content]) -> list[types.Content]:
         translated: list[types.Content] = []
@@ -249,12 +155,6 @@ class GeminiModel:
         return FunctionCall(id=call_id, name=call.name, args=dict(call.args or {}), signature=signature or None)
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes about 50 ms, so every client shares one context.
-    return httpx.create_ssl_context()
-
-
 def _config(request: ModelRequest, *, continuation_token: bytes | None) -> types.GenerateContentConfig:
     return types.GenerateContentConfig(
         system_instruction=request.system or None,
@@ -301,7 +201,3 @@ def _usage(answer: types.GenerateContentResponse) -> Usage:
         output_tokens=metadata.candidates_token_count or 0,
         thinking_tokens=metadata.thoughts_token_count or 0,
     )
-
-
-def _retryable(status: int) -> bool:
-    return status == 429 or status >= 500

@@ -1,31 +1,28 @@
 """`GeminiExtractor`: the `Extractor` port answered by Gemini's structured output.
 
-The only knowledge module that imports `google.genai`. One request per batch: the
-person's name, the facts already known (so the model can say which slot a new fact
-replaces) and the messages with their ids and authors; the answer is JSON constrained
-by a schema, then checked again here, because a claim that names a message outside the
-batch, an unknown entity type or an oversized string must never reach the graph.
-SDK errors and malformed answers become `ExtractionFailed`; the learning worker retries
-a bounded number of times.
+It reaches Gemini through `agents.genai`, so its client, timeout, retries and error
+mapping are those of the agents' model, and it needs no SDK import of its own.
+
+One request per batch: the person's name, the facts already known (so the model can say
+which slot a new fact replaces) and the messages with their ids and authors; the answer
+is JSON constrained by a schema, then checked again here, because a claim that names a
+message outside the batch, an unknown entity type or an oversized string must never
+reach the graph. A refused or unanswered call (`ModelRejected`, `ModelUnavailable`,
+chained) and a malformed answer become `ExtractionFailed`; the learning worker retries a
+bounded number of times.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
-from google import genai
-from google.genai import errors, types
-from google.genai.client import DebugConfig
-
+from agents.genai import GeminiClient
 from agents.knowledge.extraction import NAME_CHARS_MAX, SELF, TEXT_CHARS_MAX, Claim, ExtractionFailed, Mention
 from agents.knowledge.port import ENTITY_TYPES, EntityType, KnowledgeMessage
+from agents.model import ModelError
 
-BASE_URL = "https://generativelanguage.googleapis.com/"
 _CLAIMS_MAX = 40
 _MESSAGE_CHARS_MAX = 2_000
 _RELATION_CHARS_MAX = 60
@@ -78,28 +75,19 @@ class GeminiExtractor:
         timeout_s: float = 30.0,
         retries_max: int = 1,
         base_url: str | None = None,
+        backoff_s: float = 0.5,
     ) -> None:
-        assert api_key, "GeminiExtractor needs an API key"
-        self._api_key = api_key
         self._model = model
-        self._timeout_s = timeout_s
-        self._retries_max = retries_max
-        self._http = httpx.AsyncClient(timeout=timeout_s)
-        self._client = genai.Client(
-            vertexai=False,
+        self._client = GeminiClient(
             api_key=api_key,
-            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
-            http_options=types.HttpOptions(
-                base_url=base_url or BASE_URL,
-                api_version="v1beta",
-                timeout=max(1, math.ceil(timeout_s * 1000)),
-                retry_options=types.HttpRetryOptions(attempts=1),
-                httpx_async_client=self._http,
-            ),
+            timeout_s=timeout_s,
+            retries_max=retries_max,
+            backoff_s=backoff_s,
+            base_url=base_url,
         )
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._client.aclose()
 
     async def extract(
         self, *, person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]
@@ -110,28 +98,22 @@ class GeminiExtractor:
         return _claims(answer, person_name=person_name, message_ids={m.id for m in messages})
 
     async def _generate(self, prompt: str) -> str:
-        config = types.GenerateContentConfig(
-            system_instruction=_INSTRUCTION,
-            response_mime_type="application/json",
-            response_json_schema=_SCHEMA,
-            temperature=0.0,
-        )
-        failure: Exception | None = None
-        for _ in range(self._retries_max + 1):
-            try:
-                async with asyncio.timeout(self._timeout_s):
-                    response = await self._client.aio.models.generate_content(
-                        model=self._model, contents=prompt, config=config
-                    )
-                return response.text or ""
-            except errors.APIError as exc:
-                failure = exc
-                if exc.code != 429 and exc.code < 500:
-                    break
-            except (TimeoutError, httpx.RequestError, ValueError) as exc:
-                failure = exc
-        reason = f"HTTP {failure.code}" if isinstance(failure, errors.APIError) else type(failure).__name__
-        raise ExtractionFailed(f"Gemini could not read the messages ({reason})") from failure
+        try:
+            # A plain dict, which the SDK validates into its config type, keeps this
+            # module free of SDK imports.
+            response = await self._client.generate(
+                model=self._model,
+                contents=prompt,
+                config={
+                    "system_instruction": _INSTRUCTION,
+                    "response_mime_type": "application/json",
+                    "response_json_schema": _SCHEMA,
+                    "temperature": 0.0,
+                },
+            )
+        except ModelError as exc:
+            raise ExtractionFailed(f"Gemini could not read the messages ({exc})") from exc
+        return response.text or ""
 
 
 def _prompt(person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]) -> str:

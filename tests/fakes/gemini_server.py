@@ -6,8 +6,9 @@ no answer at all) and records what it received, so tests assert on the requests 
 really sent and on what the adapter made of real HTTP answers. Nothing of ours is mocked.
 
 The server is plain asyncio (one request per connection, `Connection: close`), so it has
-no dependencies and shuts down cleanly even with a request left hanging. The builders at
-the bottom write answers in Gemini's wire format (camelCase JSON).
+no dependencies and shuts down cleanly even with a request left hanging. Given a server
+`ssl` context it speaks HTTPS instead, to test what clients make of its certificate. The
+builders at the bottom write answers in Gemini's wire format (camelCase JSON).
 
     async with FakeGemini() as gemini:
         gemini.script(text_reply("hello"))
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import re
+import ssl
 from collections import deque
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -57,8 +59,9 @@ class FakeGemini:
     then fails the test, as `ScriptedModel` does when it runs out of script.
     """
 
-    def __init__(self, replies: list[Reply] | None = None) -> None:
+    def __init__(self, replies: list[Reply] | None = None, *, tls: ssl.SSLContext | None = None) -> None:
         self.replies: deque[Reply] = deque(replies or ())
+        self._tls = tls
         self.requests: list[Received] = []
         self.unscripted = 0
         self._server: asyncio.Server | None = None
@@ -69,13 +72,14 @@ class FakeGemini:
     def base_url(self) -> str:
         assert self._server is not None, "FakeGemini is not started"
         host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}/"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://{host}:{port}/"
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, host="127.0.0.1", port=0)
+        self._server = await asyncio.start_server(self._serve, host="127.0.0.1", port=0, ssl=self._tls)
 
     async def stop(self) -> None:
         self._stopping.set()  # releases hanging replies

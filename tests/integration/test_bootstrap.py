@@ -118,7 +118,7 @@ async def test_the_configured_model_is_closed_with_the_stack_and_a_given_one_is_
     async with contextlib.AsyncExitStack() as stack:
         built = main.build_model(settings, stack, None)
         assert isinstance(built, GeminiModel)
-    assert built._http.is_closed
+    assert built._client.is_closed
     given = ScriptedModel()
     async with contextlib.AsyncExitStack() as stack:
         assert main.build_model(settings, stack, given) is given

@@ -362,7 +362,11 @@ async def test_hanging_server_times_out(gemini: FakeGemini) -> None:
         await adapter.aclose()
 
     elapsed_s = time.monotonic() - started
-    assert 0.4 <= elapsed_s < 1.5
+    # Both attempts waited out their 0.2 s timeout. The upper bound only catches a
+    # timeout that never fires (a hang), so it sits far above the ~0.4 s a run takes
+    # and below the 10 s test timeout, which would report a hang less clearly; how fast
+    # the adapter gives up is for bench/, not for a timed assertion here.
+    assert 0.4 <= elapsed_s < 5.0
     assert len(gemini.requests) == 2
 
 
