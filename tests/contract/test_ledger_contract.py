@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -12,9 +13,11 @@ from ledger import (
     REVENUE_ACCOUNT,
     TOPUP_ACCOUNT,
     Ledger,
+    PostgresLedger,
     Posting,
     PriceBook,
     PriceMissing,
+    Prices,
     RefConflict,
     TokenUsage,
     TransactionSpec,
@@ -137,6 +140,17 @@ async def test_prices_pick_the_models_own_newest_row_else_the_default(prices: Pr
         await prices.price_for("contract-model", datetime(2000, 1, 1, tzinfo=UTC))
 
 
-def test_the_memory_twins_are_the_ports() -> None:
-    ledger: Ledger = MemoryLedger()
-    assert ledger is not None
+@pytest.mark.parametrize(
+    ("port", "twin", "real"), [(Ledger, MemoryLedger, PostgresLedger), (Prices, MemoryPrices, PriceBook)]
+)
+def test_the_memory_twins_are_the_ports(port: type, twin: type, real: type) -> None:
+    # mypy checks the twins against the ports only where one is assigned to the other; this
+    # holds each of them to every method the port declares, named, awaited and typed alike.
+    declared = {name for name in vars(port) if not name.startswith("_")}
+    assert declared, port
+    for name in sorted(declared):
+        wanted = inspect.signature(getattr(port, name), eval_str=True)
+        for implementation in (twin, real):
+            method = getattr(implementation, name, None)
+            assert inspect.iscoroutinefunction(method), (implementation.__name__, name)
+            assert inspect.signature(method, eval_str=True) == wanted, (implementation.__name__, name)

@@ -74,8 +74,12 @@ async def test_an_added_event_is_listed_in_its_window(workspace: Workspace) -> N
     listed = await workspace.list_events(
         person_id="usr_1", time_min=day, time_max=day + timedelta(days=1), query="", limit=20, zone=ZONE
     )
-    assert [e.summary for e in listed if e.summary == "Dinner with Sari"] == ["Dinner with Sari"]
-    assert listed[0].start.astimezone(ZONE).hour >= 0
+    dinners = [e for e in listed if e.summary == "Dinner with Sari"]
+    assert [(e.id, e.location) for e in dinners] == [(event.id, "Kemang")]
+    # On the person's clock, as asked: an adapter that read the wall time as UTC (or
+    # dropped the offset) would list the dinner seven hours off.
+    assert (dinners[0].start, dinners[0].end) == (start, start + timedelta(hours=1))
+    assert (dinners[0].start.astimezone(ZONE).hour, dinners[0].start.astimezone(ZONE).minute) == (19, 0)
     with pytest.raises(InputInvalid):
         await workspace.add_event(
             person_id="usr_1",

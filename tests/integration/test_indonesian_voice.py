@@ -53,9 +53,9 @@ async def speech_pcm16_id(text: str) -> bytes:
 
 async def test_whisper_base_hears_indonesian(tmp_path: Path) -> None:
     set_models_dir(tmp_path)
-    started = time.perf_counter()
+    # Only what is heard is checked here; how fast the base model hears is measured in
+    # bench/voice_intelligibility.py, and the suite's pytest-timeout catches a hang.
     heard = transcribe_pcm16(await speech_pcm16_id("tolong matikan semua lampu"), BASE_ID).lower()
-    assert time.perf_counter() - started < 30
     assert "matikan" in heard or "semua" in heard, heard  # espeak's Indonesian is rough; the words come through
     assert transcribe_pcm16(await speech_pcm16("turn on the bedroom light"), TINY_EN)
 
