@@ -1,4 +1,4 @@
-"""Emotion tags in Ava's spoken replies (SPEC §9.3), parsed into clean sentences.
+"""Emotion tags in Ava's spoken replies (docs/agents.md#emotion-tags), parsed into clean sentences.
 
 On a call Ava ends sentences with one of exactly twenty `#emotion#` tags, and may end
 the reply with the control token `#end#`. A tag is never spoken and never stored: it
@@ -39,7 +39,7 @@ END = "end"
 _TAG = re.compile(r"#\s*([A-Za-z_]+)\s*#")
 # A sentence ends at ., !, ? or an ellipsis followed by space (or the end of the chunk).
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
-# Characters a speech engine reads aloud badly or that could open markup (SPEC §5, voice).
+# Characters a speech engine reads aloud badly or that could open markup (docs/agents.md#emotion-tags).
 _UNSPEAKABLE = re.compile(r"[#()\[\]\\*_`<>{}|~]")
 
 

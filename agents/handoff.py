@@ -1,4 +1,4 @@
-"""Ava's handoff tools: one per specialist, the only way work is handed on (SPEC §4.3).
+"""Ava's handoff tools: one per specialist, the only way work is handed on (docs/agents.md#handoff).
 
 The tool's argument is the specialist's tag. Whoever builds the tools supplies the
 `Delegate` that writes the tag to the thread as Ava's message and runs the specialist;

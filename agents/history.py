@@ -1,6 +1,6 @@
 """The slice of the thread a model call sees, and how each message is shown to it.
 
-The window is budgeted in tokens rather than counted in messages (SPEC §5), walking back
+The window is budgeted in tokens rather than counted in messages (docs/agents.md#history-window), walking back
 from the newest message. The message that triggered the run, and for a handed-on run
 the person's message Ava was answering, are always included even when older than the
 window, so a long exchange can never push the real request out of view.

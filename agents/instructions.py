@@ -1,6 +1,6 @@
 """Composes an agent's system instruction from its persona and the app's layers.
 
-Order runs from what never changes to what changes every run (SPEC §5): persona, room,
+Order runs from what never changes to what changes every run (docs/agents.md#instruction-layers): persona, room,
 role (with, for the lead, the team as this deployment has it), channel, trigger,
 session. Everything before the session layer depends only on the agent, the channel,
 the trigger and the deployment's tools, so runs that share those share a byte-identical

@@ -1,7 +1,7 @@
 """The tool loop: one agent turn from its instruction and history to its final reply.
 
 It calls the model, runs the tools it asks for, feeds the results back and stops at the
-first reply without calls. Every run is bounded (SPEC §4.6): model calls, tool calls and
+first reply without calls. Every run is bounded (docs/agents.md#run-limits): model calls, tool calls and
 handoffs each have a ceiling, and breaking one fails the run with a clear error. An
 observer hears about each model call as soon as it returns, so usage can be charged per
 call and a run that fails halfway is still accounted for.

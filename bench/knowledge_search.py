@@ -14,7 +14,7 @@ the same words, newest first. The two alternate query by query so machine noise 
 both. The benchmark checks the baseline is comparable (both answer for every query that
 should match) before it prints a ratio.
 
-Target (issue 12): search p95 <= 20 ms.
+Target: search p95 <= 20 ms.
 
 Run: .venv/bin/python -m bench.knowledge_search [FACTS]   (DATABASE_URL: use that server
 instead of an embedded one; a fresh database is created there and dropped afterwards).

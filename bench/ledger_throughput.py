@@ -16,7 +16,7 @@ transactions of 100 one-µRp debits and one revenue credit each, and `verify` ch
 whole ledger afterwards. Loading one charge per transaction is about five times slower
 here, all of it spent checking invariants per transaction, and reads the same.
 
-Targets (issue 3): ledger >= 50 % of baseline at 16 writers; the 1M read <= 2x the 1k read.
+Targets: ledger >= 50 % of baseline at 16 writers; the 1M read <= 2x the 1k read.
 
 Run: .venv/bin/python -m bench.ledger_throughput   (DATABASE_URL: use that server instead
 of an embedded one; a fresh database is created there and dropped afterwards).

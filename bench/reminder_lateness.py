@@ -12,7 +12,7 @@ what is measured is the queue, not the model.
 
 Every note's times come from the database clock (`due_at`, `delivered_at`), the same for
 both processes. The run checks that each note was delivered exactly once (one claim,
-one wake) and refuses to print figures otherwise. Full scale (the issue's target) is
+one wake) and refuses to print figures otherwise. Full scale (where the target applies) is
 `--notes 1000 --window-s 60`; the defaults are smaller for a shared machine.
 
     .venv/bin/python -m bench.reminder_lateness [--notes 300 --window-s 20]

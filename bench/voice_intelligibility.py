@@ -14,7 +14,7 @@ voice and by espeak-ng, heard back by the product's own Whisper tiny.en, and sco
   (the one Indonesian voice that ships offline), heard by the multilingual Whisper base
   forced to Indonesian, with its time per clip beside tiny.en's on the English clips.
 
-Targets (issue 9): neural WER <= 8 %, time to first audio p95 <= 60 ms. `--limit N` runs
+Targets: neural WER <= 8 %, time to first audio p95 <= 60 ms. `--limit N` runs
 the first N sentences only (a smoke run). Writes Markdown to `--out` and prints it.
 """
 

@@ -3,7 +3,7 @@ reply audio at the speaker, with the offline engines (Whisper tiny.en; the serve
 neural by default, VOICE_TTS=espeak for espeak-ng) and the
 offline model, next to a floor made of the engines' own times measured in the same run.
 
-Clients speak the partner speaker protocol (SPEC §9.2) to the real app, served by
+Clients speak the partner speaker protocol (docs/sockets.md#speaker-protocol) to the real app, served by
 `bench.voice_server` in its own process on 127.0.0.1. Each client is a microphone: it
 sends a 20 ms PCM16 frame every 20 ms for the whole call, silence when the person is
 quiet, espeak-ng speech when they talk, on an absolute schedule so pacing never drifts.
@@ -35,13 +35,12 @@ levels while the server is idle, and with each turn's own engine times as Pipeca
 measured them inside the server, which does not drift with the machine's load. The gap
 between a turn and its floor is what the product and the pipeline add.
 
-Issue 9's target is set against *today's sequential floor*, the floor of the pipeline as
-the issue found it: the same sum with Whisper padded to its 30 s window (faster-whisper's
-own path, `transcribe_full_window`), which the product used until it moved to a window
+The target is set against a *sequential floor*: the same pipeline without its three
+shortcuts, so the ratio shows what they buy. That is the same sum with Whisper padded to
+its 30 s window (faster-whisper's own path, `transcribe_full_window`) instead of a window
 just longer than the utterance, the whole first sentence synthesised before any audio
-(the neural voice now sends a long sentence's first clause first), and the fixed 0.3 s
-speech timeout after the VAD's stop that every utterance then waited out (the wait now
-follows the words, `voice.turn_end`). Both recognisers hear
+(instead of a long sentence's first clause first), and one fixed speech timeout after the
+VAD's stop for every utterance (instead of a wait that follows the words, `voice.turn_end`). Both recognisers hear
 the same segments in the same run; the target is p50 <= 0.8x that floor, and the current
 floor is reported beside it.
 
@@ -531,8 +530,8 @@ def spans_s(turns: Iterable[Turn], start: str, end: str) -> list[float]:
 # --- the floor ----------------------------------------------------------------------------
 
 
-# The wait after the VAD's stop when issue 9 was filed: one fixed speech timeout for every
-# utterance. Today's sequential floor keeps it whatever the server is configured with now.
+# The sequential floor's wait after the VAD's stop: one fixed speech timeout for every
+# utterance, whatever the server is configured with.
 TODAY_SPEECH_TIMEOUT_S = 0.3
 
 
@@ -542,7 +541,7 @@ class Floor:
     speech_timeout_s: float  # the server's wait when the words sound unfinished
     finished_timeout_s: float  # ... and when they sound finished (voice.turn_end)
     whisper_s: dict[str, float]  # by utterance, the product's recogniser
-    whisper_full_s: dict[str, float]  # by utterance, Whisper padded to 30 s (the issue's floor)
+    whisper_full_s: dict[str, float]  # by utterance, Whisper padded to 30 s (the floor's)
     espeak_s: dict[str, float]  # by first reply sentence: synthesis + resampling, first part
     tts_whole_s: dict[str, float]  # the same for the whole sentence (today's floor)
     # By first reply sentence: espeak-ng's silence before the voice. Reported, not added: the
@@ -564,7 +563,7 @@ class Floor:
 
     def today(self, turn: Turn) -> float | None:
         """Today's sequential floor: the same sum with Whisper through its full 30 s window,
-        the whole first sentence, and the fixed speech timeout of the day the issue was filed."""
+        the whole first sentence, and one fixed speech timeout."""
         if not turn.replies or turn.clip.text not in self.whisper_full_s:
             return None
         first = turn.replies[0][0]
@@ -582,7 +581,7 @@ class Floor:
 
 def whisper_time_s(clip: Clip, vad_stop_s: float, *, full_window: bool = False) -> float:
     """Whisper on the segment the server's STT would hand it: the mean of FLOOR_REPEATS,
-    through the product's window or (`full_window`) the 30 s one the issue's floor used."""
+    through the product's window or (`full_window`) the 30 s one the sequential floor uses."""
     # Loads the model on first use, here only.
     from voice.engines.whisper import transcribe_full_window, transcribe_pcm16
 

@@ -4,9 +4,9 @@ STT, VAD and turn end, with speculation and without, in this process.
 For each utterance (espeak-ng speech streamed in 20 ms frames at real time, then silence),
 the time from the VAD's stop (the person has been quiet for `stop_secs`) to the end of the
 user turn (the moment Ava would start) is measured twice: with the VAD telling the STT about
-pauses (the product), and with the listener off (Whisper starts only at the stop, as before
-issue 9). The baseline is the second, measured in the same run, alternating per utterance so
-load drifts hit both alike. Printed as Markdown; exit 0 when every turn ended with the
+pauses (the product), and with the listener off (Whisper starts only at the stop). The
+baseline is the second, measured in the same run, alternating per utterance so load drifts
+hit both alike. Printed as Markdown; exit 0 when every turn ended with the
 right words.
 """
 

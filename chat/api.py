@@ -1,4 +1,4 @@
-"""The text API (SPEC §12): sign-in, the person, messages and live events.
+"""The text API (docs/http.md): sign-in, the person, messages and live events.
 
 (No `from __future__ import annotations` here: FastAPI must evaluate the dependency
 annotations of the closures below, which live in no module namespace.)

@@ -1,4 +1,4 @@
-"""What counts as blank (SPEC §3): a reply of only whitespace, control characters or
+"""What counts as blank (docs/data.md#blank-text): a reply of only whitespace, control characters or
 Unicode format characters (zero-width spaces, BOM, direction marks) is no reply. And
 what no thread can keep at all (NUL, lone surrogates): refused at the edge, never saved."""
 

@@ -1,4 +1,4 @@
-"""Forget me (SPEC §7): the thread, the knowledge graph and pending wake notes, in one action.
+"""Forget me (docs/data.md#forgetting): the thread, the knowledge graph and pending wake notes, in one action.
 
 The erasure holds the person's thread (no turn can write meanwhile) and keeps the
 learning worker away from them (no batch read before can write facts back after). The

@@ -1,4 +1,4 @@
-"""Who is calling: signed session tokens for local sign-in (SPEC §10).
+"""Who is calling: signed session tokens for local sign-in (docs/http.md#authentication).
 
 A `TokenVerifier` turns a bearer token into a person id. `LocalTokens` issues and checks
 HMAC-SHA256 tokens bound to a person and an expiry; a Firebase verifier will sit beside

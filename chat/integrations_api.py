@@ -1,4 +1,4 @@
-"""Linking endpoints (SPEC §6.2, §12): each integration's state, the consent URL, and
+"""Linking endpoints (docs/http.md#endpoints, docs/agents.md#linking): each integration's state, the consent URL, and
 connecting or disconnecting one. Everything is scoped to the signed-in person; linking
 errors carry their stable type and become problem+json at the edge like every other."""
 

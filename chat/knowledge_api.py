@@ -1,4 +1,4 @@
-"""Knowledge endpoints (SPEC §12): the person's graph, and forget me.
+"""Knowledge endpoints (docs/http.md#endpoints): the person's graph, and forget me.
 
 `GET /v1/knowledge` answers every node and edge with its validity, so a client can draw
 what is true now and what used to be. `DELETE /v1/knowledge` forgets the person (thread,

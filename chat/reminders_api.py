@@ -1,4 +1,4 @@
-"""Wake notes over HTTP (SPEC §12): the person lists and cancels theirs; a scheduler asks
+"""Wake notes over HTTP (docs/http.md#endpoints): the person lists and cancels theirs; a scheduler asks
 for a note's delivery.
 
 (No `from __future__ import annotations` here: FastAPI must evaluate the dependency

@@ -1,4 +1,4 @@
-"""Who answers a message (SPEC §4), decided on the server for every door.
+"""Who answers a message (docs/agents.md#routing), decided on the server for every door.
 
 Mentions are `@name` tokens naming a known agent, case-insensitive and word-bounded:
 "@Zee," counts, "me@zee.com" and "@zeebo" do not. No mention -> Ava; exactly one

@@ -1,4 +1,5 @@
-"""`avagenc chat`: the group chat in a terminal, through the same HTTP API as the web app (SPEC §12, §14).
+"""`avagenc chat`: the group chat in a terminal, through the same HTTP API as the web app
+(docs/http.md#terminal-client).
 
 It exists so the product can be used and checked without a browser, and so the text API has a
 second client that keeps it honest: this module speaks only HTTP, so what it shows is what any

@@ -1,4 +1,4 @@
-"""The thread: one per person, the agents' shared record of what was said (SPEC §3).
+"""The thread: one per person, the agents' shared record of what was said (docs/data.md#one-thread-per-person).
 
 Appending a message takes the next `seq` from the thread row and records a `message`
 event in the same transaction. `turn()` serialises whole turns for one person across

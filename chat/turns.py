@@ -422,7 +422,7 @@ class Turns:
         return self._toolbox.tools_for(agent.name, context)
 
     async def _may_hand_on(self, turn: _Turn) -> bool:
-        """Whether the wallet is not empty, counting the calls this turn has made (SPEC §11:
+        """Whether the wallet is not empty, counting the calls this turn has made (docs/money.md#the-guard:
         re-checked before each specialist run). Their charges may still be on the books:
         the balance read now, less every charge not yet known to be written when it was
         read, is the least the wallet can hold once they are (a charge written during the

@@ -1,4 +1,4 @@
-"""Wallet endpoints (SPEC §12): the balance, entries with receipts, a day's usage in the
+"""Wallet endpoints (docs/money.md#reading-the-wallet): the balance, entries with receipts, a day's usage in the
 person's zone, and the operator's top-up door (bearer ADMIN_API_KEY; absent when unset)."""
 
 import hmac

@@ -4,7 +4,7 @@ Prices are rupiah per million tokens, so rate times tokens is exactly micro-rupi
 whole computation stays in integers. A price row is never edited; a change is a new row
 with a later `valid_from`, and each receipt names the row it was billed at.
 
-Billing follows SPEC §11: input is prompt + tool-use prompt, of which the cached part is
+Billing follows docs/money.md#prices: input is prompt + tool-use prompt, of which the cached part is
 billed at the cached rate; output includes thinking; a call with any usage costs at
 least 1 µRp (so its receipt still records the usage); a call with none costs nothing.
 

@@ -1,4 +1,4 @@
-"""Prospective memory (SPEC §8): Ava's notes to her future self, the queue that wakes
+"""Prospective memory (docs/agents.md#wake-notes-postera): Ava's notes to her future self, the queue that wakes
 them, and their delivery.
 
 Reminders imports no other domain. Running Ava on a note is the chat's job: delivery

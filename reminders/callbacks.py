@@ -1,4 +1,4 @@
-"""Who may ask for a note to be delivered (SPEC §10): a scheduler, never a person.
+"""Who may ask for a note to be delivered (docs/http.md#scheduler-callback): a scheduler, never a person.
 
 Two kinds of caller, two checks:
 - an HMAC signature over (note id, person, due time) under the server's own secret, for

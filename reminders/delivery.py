@@ -6,7 +6,7 @@ idempotent per note (the chat's keeps the note's thread message under a client i
 derived from the note id and never starts a second run for it), which is what makes a
 retry after a crash safe: the retry finds the note written and the run started, and
 only finishes the bookkeeping. A delivery of a note that is already delivered or
-cancelled is a no-op success, as SPEC §8 asks.
+cancelled is a no-op success (docs/agents.md#wake-notes-postera).
 
 Notifications go out after the note is marked delivered, by whoever marked it: at most
 once per note.

@@ -1,7 +1,7 @@
 """A wake note (a posterum): what Ava wrote to her future self, and when it is due.
 
 Times in and out of the tools are local (`YYYY-MM-DDTHH:MM[:SS]`) in the person's zone;
-inside, every time is an aware UTC timestamp. The limits of SPEC §8 live here so the
+inside, every time is an aware UTC timestamp. The limits (docs/data.md#wake-notes) live here so the
 tools, the API and the store refuse the same things with the same codes.
 """
 

@@ -1,4 +1,4 @@
-"""The `Push` port: a notification to the person's devices when a note fires (SPEC §8).
+"""The `Push` port: a notification to the person's devices when a note fires (docs/agents.md#wake-notes-postera).
 
 `LocalPush` is the default and sends nothing off the machine: it keeps the last few
 notifications per person in memory, so a single-machine deployment (and a test) can see

@@ -1,4 +1,4 @@
-"""The `Queue` port: how a written note gets woken at its due time (SPEC §8).
+"""The `Queue` port: how a written note gets woken at its due time (docs/agents.md#wake-notes-postera).
 
 The note's row is always the truth; a queue only makes sure somebody calls delivery for
 it at `due_at`. Two implementations: `EmbeddedQueue` (the default: every server process

@@ -1,5 +1,5 @@
 """`Reminders`: what the tools, the API and "forget me" call. Validates a note against the
-limits of SPEC §8, keeps it, and hands it to the queue; nothing is half-written (a note
+limits in docs/data.md#wake-notes, keeps it, and hands it to the queue; nothing is half-written (a note
 the queue refuses is taken back)."""
 
 from __future__ import annotations

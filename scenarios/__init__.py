@@ -1,4 +1,4 @@
-"""Conversation scenarios (`avagenc eval`, SPEC §15): YAML suites run through the real
+"""Conversation scenarios (`avagenc eval`, docs/eval.md): YAML suites run through the real
 product on the configured model, judged rule by rule.
 
 Used by the composition root (the CLI verb) and the tests; it reaches the domains only

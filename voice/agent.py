@@ -49,7 +49,7 @@ def last_user_text(frame: LLMContextFrame) -> str:
 
 
 def caption(role: str, text: str, emotion: str | None = None) -> OutputTransportMessageFrame:
-    """A transcript event for the client (§9.2); emotions travel as words, never as tags."""
+    """A transcript event for the client (docs/sockets.md#speaker-protocol); emotions travel as words, never as tags."""
     message: dict[str, str] = {"type": "transcript", "role": role, "text": text}
     if emotion:
         message["emotion"] = emotion

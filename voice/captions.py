@@ -1,4 +1,4 @@
-"""Captions: the words of both sides sent to the client as transcript events (§9.2).
+"""Captions: the words of both sides sent to the client as transcript events (docs/sockets.md#speaker-protocol).
 
 `UserCaptions` sends the person's own words the moment speech-to-text finalises them, so a
 speaker or call page can show what was heard.

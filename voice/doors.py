@@ -3,8 +3,8 @@ API does, refuses what the protocol refuses, claims the person's one call slot, 
 runs the shared pipeline with its own transport.
 
 Every refusal is a domain error (chat's, the ledger's or voice's) and goes out through
-one translator, `voice.edge.refuse`: the §9.2 error event, then the close code its type
-names.
+one translator, `voice.edge.refuse`: the sockets' error event, then the close code its type
+names (docs/sockets.md#close-codes).
 """
 
 from __future__ import annotations

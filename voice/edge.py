@@ -3,7 +3,7 @@
 One vocabulary (every domain error's stable `type`: chat's, the ledger's, voice's), two
 translations here, each a table so a new type is one line:
 
-- a WebSocket door (speaker, phone) sends the SPEC §9.2 event
+- a WebSocket door (speaker, phone) sends the error event of docs/sockets.md#speaker-protocol,
   `{"type":"error","code":<type>,"message":…}` and closes with the code `CLOSE_CODES`
   names (1008 for anything else); `refuse` is the one function every door uses;
 - a live call hears a short sentence instead (`notice_for`): the person is listening, not
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # Every error a door may raise on purpose; anything else is a bug (1011, logged).
 DOMAIN_ERRORS: tuple[type[Exception], ...] = (ChatError, LedgerError, VoiceError)
 
-# §9.2 close codes by error type; every other domain error is a protocol refusal (1008).
+# Close codes by error type (docs/sockets.md#close-codes); every other domain error is a protocol refusal (1008).
 CLOSE_CODES: dict[str, int] = {
     "unauthorized": 4401,
     "insufficient_balance": 4402,
@@ -45,7 +45,7 @@ CLOSE_CODES: dict[str, int] = {
 }
 INTERNAL_CLOSE = 1011
 
-# How a call that ends for a reason closes its socket (§9.2): 1000 unless named here.
+# How a call that ends for a reason closes its socket (docs/sockets.md#hang-up-reasons): 1000 unless named here.
 HANGUP_CLOSE_CODES: dict[str, int] = {"wallet_empty": 4402}
 # The hang-up reason an error ends a live call with; an error not named here lets the call go on.
 HANGUP_REASONS: dict[str, str] = {"insufficient_balance": "wallet_empty"}
@@ -69,7 +69,7 @@ def close_code(exc: BaseException) -> int:
 
 
 def error_event(exc: BaseException) -> dict[str, str]:
-    """The §9.2 error event; an unexpected error says nothing about its insides."""
+    """The sockets' error event (docs/sockets.md#close-codes); an unexpected error says nothing of its insides."""
     if isinstance(exc, DOMAIN_ERRORS):
         return {"type": "error", "code": getattr(exc, "type", "error"), "message": str(exc)}
     return {"type": "error", "code": "internal_error", "message": "Something went wrong on our side."}

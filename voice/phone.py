@@ -1,4 +1,4 @@
-"""The phone door: `WS /v1/voice/phone`, a call bridged as Twilio Media Streams (SPEC §9.4).
+"""The phone door: `WS /v1/voice/phone`, a call bridged as Twilio Media Streams (docs/sockets.md#phone-stream).
 
 Twilio opens the socket (TwiML `<Connect><Stream>`, the bidirectional form) and sends
 `connected`, then `start` (stream and call ids, the audio format, and our
@@ -11,7 +11,7 @@ in the `phone` channel.
 The caller is identified by a per-person phone link: for now the person's session token
 as a `<Parameter name="token">` (or `?token=` on the URL, for bridges that can set one;
 Twilio's own `<Stream>` URL does not carry a query string). Twilio has no error channel,
-so a refusal is the §9.2 error event (which Twilio ignores; other bridges may read it),
+so a refusal is the speaker's error event (which Twilio ignores; other bridges may read it),
 the close code and a log line, from the same translator as the speaker door
 (`voice.edge.refuse`): 4401 bad or missing token, 4402 empty wallet, 4409 / 1013 no call
 slot, 1003 unsupported format, 1008 protocol violation, 1009 frame too large. A refused

@@ -1,4 +1,4 @@
-"""The one voice pipeline every door uses (SPEC §9.1):
+"""The one voice pipeline every door uses (docs/sockets.md#voice-pipeline):
 
     transport in -> STT -> captions -> user turn (Silero VAD + turn stop) -> Ava -> TTS
         -> captions in step -> transport out

@@ -1,4 +1,4 @@
-"""Emotion to prosody: how each of Ava's twenty emotions sounds (SPEC §9.3).
+"""Emotion to prosody: how each of Ava's twenty emotions sounds (docs/agents.md#emotion-tags).
 
 The voice agent strips the `#emotion#` tags from the reply and carries each sentence's
 emotion beside its text, in the Pipecat `text_type` of the frame (`"emotion:relieved"`).

@@ -1,4 +1,4 @@
-"""The partner speaker door: `WS /v1/voice/speaker`, exactly the §9.2 protocol.
+"""The partner speaker door: `WS /v1/voice/speaker`, exactly docs/sockets.md#speaker-protocol.
 
 Handshake: a bearer token (header, or `?token=`), then a `start` frame naming the audio
 format; the server answers `ready`. Then PCM16LE both ways as binary frames, and text
@@ -71,7 +71,7 @@ def parse_start(message: dict[str, Any], *, parse_zone: Callable[[str], ZoneInfo
 
 
 class SpeakerSerializer(FrameSerializer):
-    """PCM16LE audio at the speaker's rate both ways, plus the §9.2 JSON events."""
+    """PCM16LE audio at the speaker's rate both ways, plus the protocol's JSON events."""
 
     def __init__(self, *, wire_rate: int, call: Call) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""Meters a call's speech for billing (SPEC §9.1: voice minutes are billed too).
+"""Meters a call's speech for billing (docs/money.md#voice-seconds).
 
 Pipecat's STT and TTS services report their own usage as metrics frames: seconds of
 audio transcribed and characters synthesised. This processor sums them and hands a slice

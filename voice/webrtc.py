@@ -1,4 +1,4 @@
-"""The browser call door (SPEC §9.4): SmallWebRTC signalling at `POST`/`PATCH
+"""The browser call door (docs/sockets.md#browser-call-page): SmallWebRTC signalling at `POST`/`PATCH
 /v1/voice/webrtc/offer`, and the call page at `GET /call`.
 
 Signalling is authenticated like the text API, and a peer connection answers only to the

@@ -1,4 +1,4 @@
-"""Ava's wake tools: notes to her future self (SPEC §8), bound to one person and run.
+"""Ava's wake tools: notes to her future self (docs/agents.md#wake-notes-postera), bound to one person and run.
 
 Times go in and out as local wall-clock time in the person's zone, the way the session
 layer shows the clock, so Ava never converts zones. Every refusal (a malformed or past

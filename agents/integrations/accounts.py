@@ -1,4 +1,4 @@
-"""Which adapter serves a person's agent, chosen per run (SPEC §6.1).
+"""Which adapter serves a person's agent, chosen per run (docs/agents.md#tools-and-integrations).
 
 Linked and the server holds the vendor's credentials -> the live adapter; otherwise the
 sandbox. The choice travels with every tool result (`"account": "sandbox"` or `"live"`),

@@ -1,4 +1,4 @@
-"""Risky actions wait for the person's yes (SPEC §6.1): a proposal, then a confirmation.
+"""Risky actions wait for the person's yes (docs/agents.md#risky-actions): a proposal, then a confirmation.
 
 Sending email, adding an event with guests (Rafal) and commanding a lock or a door
 opener (Zee) never act at once: they record a pending action and tell the model to ask.

@@ -1,4 +1,4 @@
-"""What the linking API does (SPEC §6.2): each integration's state for a person, the
+"""What the linking API does (docs/agents.md#linking): each integration's state for a person, the
 consent URL, completing a link, and disconnecting (revoking upstream where possible).
 
 An integration is `live` when the person linked it and this server holds the vendor's

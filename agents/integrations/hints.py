@@ -1,4 +1,4 @@
-"""Vendor errors as hints the agent can turn into a sentence (SPEC §6.1).
+"""Vendor errors as hints the agent can turn into a sentence (docs/agents.md#tools-and-integrations).
 
 Every adapter, live or sandbox, raises these instead of its vendor's errors, so the
 tools and the model see one vocabulary: "not linked", "token expired", "rate limited",

@@ -1,4 +1,4 @@
-"""Linking a person to their real accounts (SPEC §6.2): signed OAuth state, refresh
+"""Linking a person to their real accounts (docs/agents.md#linking): signed OAuth state, refresh
 tokens sealed at rest, and the store of links.
 
 - The OAuth `state` is `<integration>.<expiry>.<nonce>.<mac>`, the MAC an HMAC-SHA256

@@ -1,4 +1,4 @@
-"""Semantic memory (SPEC §7): the `Knowledge` port, its local graph and Zep adapters,
+"""Semantic memory (docs/agents.md#memory): the `Knowledge` port, its local graph and Zep adapters,
 the extractors that read facts out of the thread, and how agents use what was learned.
 
 The Zep and Gemini adapters (`agents.knowledge.zep`, `agents.knowledge.gemini`) are

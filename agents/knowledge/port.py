@@ -1,4 +1,4 @@
-"""The `Knowledge` port: semantic memory learned from the thread (SPEC §7).
+"""The `Knowledge` port: semantic memory learned from the thread (docs/agents.md#memory).
 
 A person's knowledge is a temporal graph: entities (the person, people they know, food,
 places, things...) joined by facts that became true at `valid_at` and, once a newer fact

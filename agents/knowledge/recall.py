@@ -1,5 +1,5 @@
 """How the agents use what the graph learned: Ava's `recall` tool and the few facts
-the session layer carries for every run (SPEC §5, §7)."""
+the session layer carries for every run (docs/agents.md#memory)."""
 
 from __future__ import annotations
 

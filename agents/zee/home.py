@@ -15,7 +15,7 @@ from agents.errors import ToolError
 
 # Tuya's category codes for door locks (ms, jtmspro, jtmsbh), access controllers (mk),
 # garage door openers (ckmkzq) and safes (bxx): commanding one unlocks or opens something,
-# so it needs the person's confirmation first (SPEC §6.1).
+# so it needs the person's confirmation first (docs/agents.md#risky-actions).
 RISKY_CATEGORIES = frozenset({"ms", "jtmspro", "jtmsbh", "mk", "ckmkzq", "bxx"})
 
 

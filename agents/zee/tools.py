@@ -1,7 +1,7 @@
 """Zee's tools, bound to one person's home (sandbox or Tuya) for one run.
 
 Every result says which home it came from (`"account": "sandbox"` or `"live"`). Commands
-to a lock, an access controller, a garage door or a safe are risky (SPEC §6.1): they are
+to a lock, an access controller, a garage door or a safe are risky (docs/agents.md#risky-actions): they are
 only proposed, and carried out by `confirm_action` after the person's own yes.
 """
 

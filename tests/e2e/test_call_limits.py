@@ -1,4 +1,4 @@
-"""Call limits at the speaker door (SPEC §9.1, §9.2): a silent call is checked on, then
+"""Call limits at the speaker door (docs/sockets.md#call-limits): a silent call is checked on, then
 hung up as idle; a long call ends at its maximum duration; a full process turns the next
 caller away with `server_busy` and 1013. Time is a clock the test moves by hand
 (`VoiceDoors.clock`), so each limit fires exactly when the test says, however busy the

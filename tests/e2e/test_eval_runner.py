@@ -1,4 +1,4 @@
-"""The eval runner judges for real (issue 8): a scenario that must fail does fail, with
+"""The eval runner judges for real, so a pass rate means something: a scenario that must fail does fail, with
 the rule named in the report; the CLI exits non-zero below a suite's threshold and names
 file, line and field for a malformed file. Runs the whole product on a real PostgreSQL."""
 

@@ -1,5 +1,6 @@
-"""The bundled scenario suites pass in full on the offline model (issue 8): this is how
-`make test` runs `avagenc eval`, through the whole product on a real PostgreSQL."""
+"""The bundled scenario suites pass in full on the offline model, so a change that breaks a
+behaviour rule fails the test run: this is how `make test` runs `avagenc eval`, through the
+whole product on a real PostgreSQL."""
 
 from __future__ import annotations
 

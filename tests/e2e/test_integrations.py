@@ -1,4 +1,4 @@
-"""Linking through the HTTP API (SPEC §6.2): each integration's state, the OAuth flow with
+"""Linking through the HTTP API (docs/agents.md#linking): each integration's state, the OAuth flow with
 a signed, expiring, person-bound state, sealed refresh tokens, disconnect with upstream
 revocation, Tuya by account id, and the agents switching to the live adapter once linked
 (against in-process fakes of Google, Spotify and Tuya)."""

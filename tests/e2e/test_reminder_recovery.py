@@ -1,4 +1,4 @@
-"""Nothing waits in memory (SPEC §8): a note survives the server that scheduled it, and a
+"""Nothing waits in memory (docs/agents.md#wake-notes-postera): a note survives the server that scheduled it, and a
 delivery that dies halfway is finished by a retry without waking Ava twice."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Safe actions through the HTTP API on a scripted model that does whatever it is told
-(SPEC §6.1): an invitation with guests is only proposed; a model that obeys an
+(docs/agents.md#risky-actions): an invitation with guests is only proposed; a model that obeys an
 instruction hidden in an email and confirms at once is refused; the person's own "yes"
 in a later message is what carries it out, once."""
 

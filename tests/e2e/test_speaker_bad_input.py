@@ -1,4 +1,4 @@
-"""Bad input at the speaker door: the §9.2 error event and close code, nothing
+"""Bad input at the speaker door: the error event and close code (docs/sockets.md#close-codes), nothing
 half-written to the thread, and the server keeps serving other calls."""
 
 from __future__ import annotations

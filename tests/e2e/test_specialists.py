@@ -1,5 +1,5 @@
 """Yori, Rafal and Zee end to end through the HTTP API on the offline model, asserting on
-the sandboxes' state and the thread (SPEC §6.1): music playback, today's mail, the email
+the sandboxes' state and the thread (docs/agents.md#tools-and-integrations): music playback, today's mail, the email
 confirmation flow, the calendar, the curtain, and outside text that must stay data."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Hostile frames at the voice WebSocket doors: JSON nested or sized beyond the limits is
-a 1008 or 1009 with the §9.2 error event, never a `RecursionError` and a 1006; a phone
+a 1008 or 1009 with the error event (docs/sockets.md#close-codes), never a `RecursionError` and a 1006; a phone
 `start` naming a tzdata folder as its zone is a clean refusal; and generated frames of
 every shape (at the speaker door as the first frame or during a call, at the phone door
 in place of `start`) only ever close the socket with a code the protocol names."""

@@ -68,7 +68,7 @@ async def test_a_person_searching_for_a_word_is_waited_for_and_the_turn_has_ever
 
 
 async def test_one_fixed_short_wait_cuts_the_same_person_off_at_the_article() -> None:
-    # The pipeline as issue 9 found it: 0.3 s after the VAD's stop, whatever was said.
+    # One fixed wait after the VAD's stop, whatever was said: too short for someone still searching for a word.
     fixed = TurnTiming(speech_timeout_s=0.3, finished_timeout_s=0.3)
     _, turns = await _turns(await _searching_for_a_word(), fixed)
 

@@ -1,4 +1,4 @@
-"""Instruction layers (SPEC §5): a matrix of door x layer saying what each composed
+"""Instruction layers (docs/agents.md#instruction-layers): a matrix of door x layer saying what each composed
 instruction contains and omits, and the cache-friendly order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cost arithmetic (SPEC §11) and money formatting: pure, no database."""
+"""Cost arithmetic (docs/money.md#prices) and money formatting: pure, no database."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The prosody table and the SSML each sentence is spoken with (SPEC §9.3)."""
+"""The prosody table and the SSML each sentence is spoken with (docs/agents.md#emotion-tags)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mention parser and router (SPEC §4), by example and by property."""
+"""The mention parser and router (docs/agents.md#routing), by example and by property."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Scenario files are read strictly (issue 8): a malformed file names the file, the line
-and the field, and an unknown expectation key is an error, never ignored."""
+"""Scenario files are read strictly, so a broken suite cannot pass by being half-read: a
+malformed file names the file, the line and the field, and an unknown expectation key is
+an error, never ignored."""
 
 from __future__ import annotations
 

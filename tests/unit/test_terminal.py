@@ -1,7 +1,7 @@
 """`avagenc chat` (chat/terminal.py) against a fake text API held in memory.
 
 The fake keeps the server's state — the thread, the token it issued, the client_id of every
-POST, the headers it saw — and answers as SPEC §12 says, including problem+json and the
+POST, the headers it saw — and answers as docs/http.md says, including problem+json and the
 client_id replay. Tests assert on what the person would read and on that state, not on calls.
 """
 

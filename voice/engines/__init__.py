@@ -1,4 +1,4 @@
-"""Speech engines behind Pipecat's own STT/TTS bases (SPEC §9.1).
+"""Speech engines behind Pipecat's own STT/TTS bases (docs/sockets.md#voice-pipeline).
 
 Offline: `espeak` (espeak-ng TTS, SSML) and `whisper` (Whisper tiny.en STT). Production:
 `google` (Cloud Speech-to-Text streaming, Text-to-Speech over HTTP with SSML). Each

@@ -30,7 +30,7 @@ from voice.prosody import without_tags
 
 ESPEAK = "espeak-ng"
 DEFAULT_VOICE = "en-us"
-# espeak-ng voices for the languages Ava speaks first (SPEC §5); others use the set voice.
+# espeak-ng voices for the languages Ava speaks first (docs/agents.md#languages); others use the set voice.
 VOICES_BY_LANGUAGE: dict[str, str] = {"en": "en-us", "id": "id"}
 SYNTHESIS_TIMEOUT_S = 10.0
 CHUNK_S = 0.04

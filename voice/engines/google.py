@@ -1,4 +1,4 @@
-"""Google Cloud speech adapters for production voice (SPEC §9.1).
+"""Google Cloud speech adapters for production voice (docs/sockets.md#voice-pipeline).
 
 Imported by the composition root only, and only when Google speech is switched on, so
 the offline default never loads the Google SDKs.
