@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     # Firebase Cloud Messaging for push notifications: a service-account JSON file.
     fcm_credentials: Path | None = None
 
-    # Knowledge (SPEC §7). With a Zep key the graph lives in Zep Cloud; without, in our
+    # Knowledge (docs/agents.md#memory). With a Zep key the graph lives in Zep Cloud; without, in our
     # own PostgreSQL (facts read by Gemini when GEMINI_API_KEY is set, by rules otherwise).
     zep_api_key: SecretStr | None = None
     zep_base_url: str | None = None
@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     knowledge_poll_s: float = Field(default=30.0, gt=0)
     # How long GET /v1/knowledge and forget me wait for the memory service (then 503).
     knowledge_timeout_s: float = Field(default=15.0, gt=0)
-    # Integrations (SPEC §6.2). Without a vendor's credentials its agent uses the person's
+    # Integrations (docs/agents.md#linking). Without a vendor's credentials its agent uses the person's
     # sandbox only; with them, a person who links their account gets the live adapter.
     # Refresh tokens are sealed with this Fernet key (44 url-safe base64 characters, e.g.
     # from `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`).

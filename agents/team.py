@@ -1,7 +1,7 @@
 """The team as this deployment really has it, told to the lead at run time.
 
 Ava must describe the group truthfully: only what each member's registered tools do
-(issue 8). Nothing here is hard-coded per agent: the layer is built from the tool specs
+(docs/agents.md#capabilities-and-honesty). Nothing here is hard-coded per agent: the layer is built from the tool specs
 the toolbox gives for each agent, so it becomes true as tools land. The offline model
 reads the same layer, so its greeting and Gemini's answers come from one source.
 """

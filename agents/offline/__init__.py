@@ -1,4 +1,4 @@
-"""The offline model: a deterministic, rule-based stand-in for Gemini (SPEC §6.3)."""
+"""The offline model: a deterministic, rule-based stand-in for Gemini (docs/agents.md#the-offline-model)."""
 
 from agents.offline.model import MODEL_NAME, OfflineModel
 

@@ -32,7 +32,7 @@ def own_part(s: Situation) -> Situation:
 
 
 def silent_if_answered(s: Situation) -> Reply | None:
-    """Handed the same request again after answering it: silence (SPEC §4.4)."""
+    """Handed the same request again after answering it: silence (docs/agents.md#silence)."""
     return ("", []) if s.trigger == "ava" and s.answered_after_request else None
 
 

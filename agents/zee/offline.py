@@ -1,7 +1,7 @@
 """Zee's offline skill: the smart home, read and operated through Zee's real tools.
 
 A request is read clause by clause by `asks` ("turn off the lights and play some jazz":
-only the first clause is Zee's). The rules the issue asked for are kept here: a question
+only the first clause is Zee's). The rules are kept here (docs/agents.md#the-offline-model): a question
 only reads; a device that is not in the home, or words that fit several devices, get a
 question back, never an action; dimming, colour temperature, AC temperature, mode and fan
 speed, and curtain percentages are done for real, and the reply reports the real result.
