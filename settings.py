@@ -151,6 +151,23 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _cloud_tasks_complete(self) -> Settings:
+        # Cloud Tasks calls the server back at its public address, as a service account
+        # whose ID token the callback checks: a queue without either could never deliver.
+        if self.cloud_tasks_queue:
+            missing = [
+                name
+                for name, value in (
+                    ("PUBLIC_BASE_URL", self.public_base_url),
+                    ("CLOUD_TASKS_SERVICE_ACCOUNT", self.cloud_tasks_service_account),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"CLOUD_TASKS_QUEUE needs {' and '.join(missing)}")
+        return self
+
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""
         override: str | None = getattr(self, f"gemini_model_{agent}", None)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 
 from agents import Fact, Forgotten, Graph, KnowledgeMessage
-from main import running
+from app.server import running
 from settings import Settings
 from tests.conftest import App
 from tests.e2e.test_knowledge import learned

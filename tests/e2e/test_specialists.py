@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents import RunContext, SandboxHome, SandboxMusic, SandboxWorkspace, ToolError
-from main import build_toolbox
+from app.specialists import build_toolbox
 from tests.conftest import App
 
 JAKARTA = ZoneInfo("Asia/Jakarta")

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 
 from agents import AgentError, LinkError  # the package loads every module, so every error class
-from chat import on_domain_error
+from web import on_domain_error
 
 
 def _subclasses(base: type[AgentError]) -> Iterator[type[AgentError]]:

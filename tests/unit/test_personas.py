@@ -1,5 +1,5 @@
 """Personas, the team layer and tool descriptions promise only what registered tools do
-(issue 8): checked against the toolbox main.py really builds, so a persona that names a
+(issue 8): checked against the toolbox the composition root really builds, so a persona that names a
 capability no tool provides fails here, and the texts grow true as tools land."""
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Guarantees: each line the person sends is one turn even when the connection drop
 reuses the line's `client_id`, which the server makes idempotent; the person's own line is not
 echoed back; a problem response is shown as one line and the conversation goes on; the exit code
 is 0 after `/quit` or end of input and 1 when the session could not start.
+
+It sits beside the command line (`cli/`), not in the chat domain: it is a client of the HTTP
+edge, run only by `avagenc chat`, and nothing on the server side ever imports it.
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ from typing import Any, TextIO
 import httpx
 
 from agents import AGENTS, HUMAN
-from chat.api import parse_zone
-from chat.errors import TimeZoneInvalid
+from chat import TimeZoneInvalid, parse_zone
 
 HISTORY_LIMIT = 20
 # A turn runs to its end before the response comes back (the lead, any specialist, their tool
