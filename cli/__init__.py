@@ -325,6 +325,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = asyncio.run(_wallet_verify(settings))
     sys.exit(code)
 
-
-if __name__ == "__main__":
-    main()
