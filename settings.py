@@ -1,7 +1,8 @@
 """Every setting the product reads, in one pydantic-settings class.
 
-Only `main.py` constructs `Settings`; domains receive plain values from it and never
-read the environment themselves, so a test can build the whole app from one object.
+Only the command line (`cli`) and the composition roots (`app`) construct `Settings`; domains
+receive plain values from them and never read the environment themselves, so a test can
+build the whole app from one object.
 """
 
 from __future__ import annotations

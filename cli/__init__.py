@@ -324,4 +324,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         code = asyncio.run(_wallet_verify(settings))
     sys.exit(code)
-
