@@ -23,7 +23,7 @@ import asyncpg
 from agents import Channel, SpokenReply, parse_spoken
 from chat.detached import run_detached
 from chat.events import publish_reminder_delivered
-from chat.people import People
+from chat.ports import PeopleStore
 from chat.turns import Turns
 from reminders import Note, Notes, Notification, Push, Woken, first_line
 
@@ -45,7 +45,7 @@ class WakeRunner:
         self,
         *,
         turns: Turns,
-        people: People,
+        people: PeopleStore,
         notes: Notes,
         push: Push,
         pool: asyncpg.Pool,
