@@ -16,7 +16,7 @@ import contextlib
 import functools
 import gc
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -25,7 +25,7 @@ import asyncpg
 import httpx
 from fastapi import FastAPI
 
-from agents import Knowledge, Model, Specialists, SpokenReply, Toolbox
+from agents import Knowledge, Model, Specialists, Toolbox
 from app.database import build_database, build_listener, build_migrations, build_pool
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
@@ -33,13 +33,12 @@ from app.model import build_model
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import _adapter_names, build_specialists_on, build_toolbox
 from app.turns import build_turns
-from app.voice import PRELOAD_JOIN_S, build_voice, end_calls
+from app.voice import PRELOAD_JOIN_S, build_voice, end_calls, live_call_on
 from app.wallet import build_ledger
 from chat import (
     EventHub,
     EventLog,
     Forgetting,
-    LiveCall,
     LocalTokens,
     People,
     Runs,
@@ -62,7 +61,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Services:
-    """Everything one process runs, built once and closed once (by unwinding `stack`)."""
+    """Everything one process runs, built once on one stack and closed once by unwinding it
+    (`running` owns the stack)."""
 
     settings: Settings
     dsn: str
@@ -83,7 +83,6 @@ class Services:
     embedded: EmbeddedPostgres | None = None
     adapters: dict[str, str] = field(default_factory=dict)
     specialists: Specialists | None = None
-    stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     # The thread loading the offline speech models at startup, if one was started.
     preload: threading.Thread | None = None
 
@@ -94,16 +93,6 @@ class Services:
 
 def build_event_hub(listener: Listener) -> EventHub:
     return EventHub(listener)
-
-
-def live_call_on(voice: VoiceDoors) -> LiveCall:
-    """The chat's view of a person's live call in this process: its channel and its voice."""
-
-    def live_call(person_id: str) -> tuple[str, Callable[[SpokenReply], Awaitable[None]]] | None:
-        call = voice.registry.live_for(person_id)
-        return None if call is None or call.speak is None else (call.channel, call.speak)
-
-    return live_call
 
 
 async def freeze_startup_heap(services: Services) -> None:
@@ -218,7 +207,6 @@ async def bootstrap(
         embedded=embedded,
         adapters=adapters,
         specialists=specialists,
-        stack=stack,
         preload=preload,
     )
 

@@ -1,5 +1,6 @@
 """Building the call doors: the speech engines (Google Cloud with credentials, offline
-otherwise), the doors over the turns and the wallet, and hanging up at shutdown.
+otherwise), the doors over the turns and the wallet, the chat's view of a live call (for
+a wake note said on it), and hanging up at shutdown.
 
 Voice (Pipecat, the speech engines) is imported only inside these functions, so a root
 that never builds a call door never loads it.
@@ -10,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from chat import LocalTokens, People, Turns, Wallet
+from agents import SpokenReply
+from chat import LiveCall, LocalTokens, People, Turns, Wallet
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -116,3 +119,13 @@ async def end_calls(voice: VoiceDoors) -> None:
 
     await voice.end_all_calls(reason="shutdown", timeout_s=_CALLS_END_S)
     await end_webrtc_calls()
+
+
+def live_call_on(voice: VoiceDoors) -> LiveCall:
+    """The chat's view of a person's live call in this process: its channel and its voice."""
+
+    def live_call(person_id: str) -> tuple[str, Callable[[SpokenReply], Awaitable[None]]] | None:
+        call = voice.registry.live_for(person_id)
+        return None if call is None or call.speak is None else (call.channel, call.speak)
+
+    return live_call
