@@ -16,8 +16,8 @@ from app.keys import callback_secret, integration_key, session_secret
 from settings import Settings
 
 
-def settings_in(home: Path, **values: object) -> Settings:
-    return Settings(_env_file=None, avagenc_home=home, **values)  # type: ignore[call-arg]
+def settings_in(home: Path, **values: SecretStr) -> Settings:
+    return Settings(_env_file=None, avagenc_home=home, **values)  # type: ignore[call-arg, arg-type]
 
 
 def test_a_key_is_made_once_with_mode_0600_and_read_back_the_same(tmp_path: Path) -> None:
