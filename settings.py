@@ -1,7 +1,8 @@
 """Every setting the product reads, in one pydantic-settings class.
 
-Only `main.py` constructs `Settings`; domains receive plain values from it and never
-read the environment themselves, so a test can build the whole app from one object.
+Only the command line (`cli`) and the composition roots (`app`) construct `Settings`; domains
+receive plain values from them and never read the environment themselves, so a test can
+build the whole app from one object.
 """
 
 from __future__ import annotations
@@ -149,6 +150,23 @@ class Settings(BaseSettings):
                 "VOICE_FINISHED_TIMEOUT_S must not exceed VOICE_SPEECH_TIMEOUT_S: "
                 "a request that sounds finished never waits longer than one that trails off"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _cloud_tasks_complete(self) -> Settings:
+        # Cloud Tasks calls the server back at its public address, as a service account
+        # whose ID token the callback checks: a queue without either could never deliver.
+        if self.cloud_tasks_queue:
+            missing = [
+                name
+                for name, value in (
+                    ("PUBLIC_BASE_URL", self.public_base_url),
+                    ("CLOUD_TASKS_SERVICE_ACCOUNT", self.cloud_tasks_service_account),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"CLOUD_TASKS_QUEUE needs {' and '.join(missing)}")
         return self
 
     def model_for(self, agent: str) -> str:

@@ -35,7 +35,7 @@ from agents.model import (
 )
 from agents.offline import OfflineModel
 from agents.offline.words import detect_language
-from agents.roster import AGENTS, AVA, HUMAN, POSTERA, AgentSpec, current_roster
+from agents.roster import AGENTS, AVA, HUMAN, POSTERA, SPECIALISTS, AgentSpec, current_roster
 from agents.roster import installed as installed_roster
 from agents.runtime import RunLimits, run_agent
 from agents.scripted import ScriptedModel
@@ -63,6 +63,7 @@ __all__ = [
     "EMOTIONS",
     "HUMAN",
     "POSTERA",
+    "SPECIALISTS",
     "AgentSpec",
     "Channel",
     "Command",

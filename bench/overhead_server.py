@@ -2,7 +2,7 @@
 
 `bench.turn_overhead` starts this module as its own process, so the load generator never
 shares the server's interpreter lock or event loop. It serves the product exactly as
-`avagenc serve` does (`main.running`, uvicorn on a plain asyncio loop, INFO logging),
+`avagenc serve` does (`app.server.running`, uvicorn on a plain asyncio loop, INFO logging),
 with the scripted model answering instantly, and adds bench-only routes:
 
 - `POST /bench/baseline` does the same PostgreSQL work as one Ava -> Zee -> light turn
@@ -43,9 +43,9 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from starlette.exceptions import HTTPException
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
+from app.server import running
 from chat import Learning, LocalTokens
 from chat.bookkeeping import Books
-from main import running
 from settings import Settings
 
 if TYPE_CHECKING:

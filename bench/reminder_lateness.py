@@ -36,7 +36,7 @@ import asyncpg
 
 from bench.turn_overhead import postgres, with_database
 from database import Listener, apply_migrations, create_pool
-from reminders import Delivery, DeliveryLimits, EmbeddedQueue, LocalPush, Note, Notes, Woken
+from reminders import Delivery, DeliveryLimits, EmbeddedQueue, Note, Notes, Woken
 
 WORKERS = 2
 CONCURRENT_MAX = 8
@@ -56,10 +56,7 @@ def _delivery(notes: Notes, pool: asyncpg.Pool, work_s: float) -> Delivery:
         await asyncio.sleep(work_s)
         return Woken(run_id=None, reply="", outcome="silent")
 
-    async def announce(note: Note) -> None:
-        return None
-
-    return Delivery(notes=notes, wake=wake, push=LocalPush(), announce=announce, limits=DeliveryLimits())
+    return Delivery(notes=notes, wake=wake, limits=DeliveryLimits())
 
 
 async def _poll(notes: Notes, delivery: Delivery, poll_s: float) -> None:
@@ -86,7 +83,7 @@ async def worker(kind: str, dsn: str, poll_s: float, work_s: float) -> None:
     delivery = _delivery(notes, pool, work_s)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    listener = Listener(dsn)  # the process's one LISTEN connection, as main.py has
+    listener = Listener(dsn)  # the process's one LISTEN connection, as the server has
     if kind == "embedded":
         queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=CONCURRENT_MAX)
         await listener.start()

@@ -3,7 +3,7 @@ and the offline model, plus a Pipecat observer that timestamps each call's frame
 
 `bench.voice_latency` starts this module as its own process, so the clients streaming
 microphone audio never share the server's interpreter or event loop. It serves the
-product as `avagenc serve` does (`main.running`, uvicorn on a plain asyncio loop, INFO
+product as `avagenc serve` does (`app.server.running`, uvicorn on a plain asyncio loop, INFO
 logging), with no product code changed. The only addition sits at the seam the
 composition root already has, `VoiceDoors.engines`: each call's STT service is the
 product's own instance, built by the product's own factory, with an event handler that
@@ -61,7 +61,7 @@ from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.services.stt_service import STTService
 from pydantic import SecretStr
 
-from main import freeze_startup_heap, running
+from app.server import freeze_startup_heap, running
 from settings import Settings
 from voice import Engines
 

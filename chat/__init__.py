@@ -1,59 +1,54 @@
-"""The chat: people, their one thread, routing, turns, the text API and live events.
+"""The chat: the conversation domain.
 
-Other domains and main.py import only what is listed here.
+People and their one thread, who a message is for (routing), turns and the runs they
+start, identity (local tokens), the wallet a turn is charged to, live events, learning
+from and forgetting a person, and Ava waking on her own notes. It knows no transport: the
+HTTP edge (`web`) and the call doors (`voice`) call it, and the composition root (`app`)
+builds it. Other packages import only what is listed here.
 """
 
-from chat.api import ChatApi, build_router, parse_zone
+from chat.blank import is_unkeepable
 from chat.detached import cancel_detached, detach, drain_detached, run_detached
-from chat.edge import (
-    DATABASE_GONE,
-    HTTP_STATUS,
-    BodyLimit,
-    on_chat_error,
-    on_database_gone,
-    on_domain_error,
-    on_http_error,
-    on_ledger_error,
-    on_unexpected,
-    on_validation_error,
-    problem,
-    problem_responses,
+from chat.errors import (
+    AdminDisabled,
+    ChatError,
+    DateInvalid,
+    KnowledgeUnavailable,
+    NotFound,
+    SignInDisabled,
+    TimeZoneInvalid,
+    TooManyStreams,
+    Unauthorized,
 )
-from chat.errors import ChatError, TimeZoneInvalid, Unauthorized
-from chat.events import EventHub, EventLog, publish_reminder_delivered
-from chat.forgetting import Erased, Forgetting, PendingWakes, no_wakes
+from chat.events import EventHub, EventLog
+from chat.forgetting import Forgetting, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
-from chat.integrations_api import build_integrations_router
-from chat.knowledge_api import build_knowledge_router
 from chat.learning import Learning
 from chat.people import People, Person
-from chat.ports import EventSink, PeopleStore, PostgresEvents, RunStore, ThreadStore
-from chat.reminders_api import build_callback_router, build_reminders_router
+from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
+from chat.recovery import settle_crash
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
-from chat.schemas import KeepableStr
 from chat.threads import Message, Threads
-from chat.turns import FactLookup, TurnResult, Turns
+from chat.turns import FactLookup, Turns
+from chat.wakes import LiveCall, WakeRunner
 from chat.wallet import Wallet
-from chat.wallet_api import build_wallet_router
+from chat.zones import parse_zone
 
 __all__ = [
-    "DATABASE_GONE",
-    "HTTP_STATUS",
-    "BodyLimit",
-    "ChatApi",
+    "AdminDisabled",
     "ChatError",
-    "Erased",
+    "DateInvalid",
     "EventHub",
     "EventLog",
-    "EventSink",
     "FactLookup",
     "Forgetting",
-    "KeepableStr",
+    "KnowledgeUnavailable",
     "Learning",
+    "LiveCall",
     "LocalTokens",
     "Message",
-    "PendingWakes",
+    "NotFound",
     "People",
     "PeopleStore",
     "Person",
@@ -61,36 +56,24 @@ __all__ = [
     "Run",
     "RunStore",
     "Runs",
+    "SignInDisabled",
     "ThreadStore",
     "Threads",
     "TimeZoneInvalid",
     "TokenVerifier",
-    "TurnResult",
+    "TooManyStreams",
     "Turns",
     "Unauthorized",
+    "WakeRunner",
     "Wallet",
-    "build_callback_router",
-    "build_integrations_router",
-    "build_knowledge_router",
-    "build_reminders_router",
-    "build_router",
-    "build_wallet_router",
     "cancel_detached",
     "detach",
     "drain_detached",
+    "is_unkeepable",
     "mentions",
     "no_wakes",
-    "on_chat_error",
-    "on_database_gone",
-    "on_domain_error",
-    "on_http_error",
-    "on_ledger_error",
-    "on_unexpected",
-    "on_validation_error",
     "parse_zone",
-    "problem",
-    "problem_responses",
-    "publish_reminder_delivered",
     "route",
     "run_detached",
+    "settle_crash",
 ]

@@ -1,7 +1,7 @@
 """Live events per person, stored and announced through PostgreSQL.
 
 Writers insert an `events` row in the same transaction as the change it describes; a
-trigger NOTIFYs on commit. The process's one LISTEN connection (main.py passes it in,
+trigger NOTIFYs on commit. The process's one LISTEN connection (the root passes it in,
 through the `Watch` protocol) tells the hub, which wakes its local subscribers, who then
 read the rows themselves. The notification carries no data, so a missed one costs only
 latency: readers always catch up from their last event id, which is also what makes
@@ -87,7 +87,7 @@ class EventLog:
 
 
 class Watch(Protocol):
-    """What the hub needs of the process's LISTEN connection (main.py passes `database.Listener`):
+    """What the hub needs of the process's LISTEN connection (the root passes `database.Listener`):
     `callback` hears each payload on `channel`, and None whenever listening (re)starts."""
 
     def watch(self, channel: str, callback: Callable[[str | None], None]) -> None: ...

@@ -253,6 +253,12 @@ class Threads:
         finally:
             await self._lock_pool.release(conn)
 
+    async def latest_said(self, person_id: str) -> tuple[str, datetime] | None:
+        """The person's latest message and when it came: what a confirmation is checked against."""
+        recent = await self.page(person_id, before=None, after=None, limit=20)
+        said = [m for m in recent if m.author == "human"]
+        return (said[-1].text, said[-1].created_at) if said else None
+
     async def is_idle(self, conn: Conn, person_id: str) -> bool:
         """True (and then held by `conn` until unlocked) when no turn holds the thread."""
         return bool(await conn.fetchval(_TRY_LOCK_SQL, person_id))

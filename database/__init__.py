@@ -1,7 +1,7 @@
 """PostgreSQL plumbing shared by the composition root and the tests: the embedded server,
 the migration runner, the connection pool and the one LISTEN connection. Domains never
 import this package; they receive an `asyncpg.Pool` (and the `Listener`, through a protocol
-of their own) from `main.py`."""
+of their own) from the composition root (`app`)."""
 
 from database.embedded import EmbeddedPostgres
 from database.listener import Listener

@@ -16,7 +16,7 @@ everything": nothing that cannot be lost travels in a payload. They run on the e
 and must not block; one that raises is logged and does not silence the others.
 
 Domains never import this module (import-linter): each declares the one-method protocol it
-needs, `watch(channel, callback)`, and `main.py` hands this in.
+needs, `watch(channel, callback)`, and the composition root (`app`) hands this in.
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 them, and their delivery.
 
 Reminders imports no other domain. Running Ava on a note is the chat's job: delivery
-declares the `Wake` protocol and the composition root passes in a function built on the
-chat's turns. Other domains import only what is listed here; the Cloud Tasks, Google
+declares the `Wake` and `Tell` protocols and the composition root passes in the chat's
+wake runner. Other domains import only what is listed here; the Cloud Tasks, Google
 ID token and FCM adapters (`reminders.cloudtasks`, `reminders.oidc`, `reminders.fcm`) are
 imported by the composition root alone, so their SDKs load only when configured.
 """
 
 from reminders.callbacks import SIGNATURE_HEADER, CallbackGate, CallbackSigner, IdTokenVerifier, LocalIdTokens
-from reminders.delivery import Announce, Delivered, Delivery, DeliveryLimits, Wake, Woken
+from reminders.delivery import Delivered, Delivery, DeliveryLimits, Tell, Wake, Woken
 from reminders.embedded import EmbeddedQueue
 from reminders.errors import (
     CallbackRefused,
@@ -45,7 +45,6 @@ __all__ = [
     "NOTE_CHARS_MAX",
     "PENDING_MAX",
     "SIGNATURE_HEADER",
-    "Announce",
     "CallbackGate",
     "CallbackRefused",
     "CallbackSigner",
@@ -69,6 +68,7 @@ __all__ = [
     "ReminderError",
     "Reminders",
     "Status",
+    "Tell",
     "TimeInPast",
     "TimeInvalid",
     "TimeTooFar",

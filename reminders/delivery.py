@@ -1,26 +1,25 @@
-"""Delivering a note: claim it, wake Ava on it, record what happened, tell the person.
+"""Delivering a note: claim it, wake Ava on it, record what happened, have the person told.
 
-Reminders is a lower domain: it cannot run Ava itself, so it declares `Wake` and the
-composition root passes in a function built on the chat's turns. That function must be
+Reminders is a lower domain: it cannot run Ava itself, so it declares `Wake` and `Tell`
+and the composition root passes in the chat's (`chat.wakes`), where what a fired note
+becomes is shaped: this module only delivers, bounds and retries. That function must be
 idempotent per note (the chat's keeps the note's thread message under a client id
 derived from the note id and never starts a second run for it), which is what makes a
 retry after a crash safe: the retry finds the note written and the run started, and
 only finishes the bookkeeping. A delivery of a note that is already delivered or
 cancelled is a no-op success (docs/agents.md#wake-notes-postera).
 
-Notifications go out after the note is marked delivered, by whoever marked it: at most
-once per note.
+The person is told (live event, push) after the note is marked delivered, by whoever
+marked it: at most once per note.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from reminders.notes import Note, Outcome, first_line
-from reminders.push import Notification, Push
 from reminders.store import Notes
 
 log = logging.getLogger(__name__)
@@ -48,10 +47,10 @@ class Wake(Protocol):
         ...
 
 
-# Tells open clients a note was delivered (the chat's `reminder.delivered` event).
-Announce = Callable[[Note], Awaitable[None]]
-
-WALLET_EMPTY_BODY = "I couldn't act on it because your wallet is empty. Top up and I'll be right back."
+class Tell(Protocol):
+    async def __call__(self, *, note: Note, woken: Woken) -> None:
+        """Tell the person a note was delivered (live event, push), once, after it is marked."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +63,11 @@ class DeliveryLimits:
 
 class Delivery:
     def __init__(
-        self, *, notes: Notes, wake: Wake, push: Push, announce: Announce, limits: DeliveryLimits | None = None
+        self, *, notes: Notes, wake: Wake, tell: Tell | None = None, limits: DeliveryLimits | None = None
     ) -> None:
         self._notes = notes
         self._wake = wake
-        self._push = push
-        self._announce = announce
+        self._tell = tell
         self.limits = limits or DeliveryLimits()
 
     async def deliver(self, note_id: str) -> Delivered:
@@ -115,27 +113,9 @@ class Delivery:
                 "late_ms": round(late_s * 1000),
             },
         )
-        await self._tell(done, woken)
+        if self._tell is not None:
+            try:
+                await self._tell(note=done, woken=woken)
+            except Exception:  # the note is delivered and in the thread; telling is best effort
+                log.exception("telling the person about note %s failed", done.id)
         return "delivered"
-
-    async def _tell(self, note: Note, woken: Woken) -> None:
-        try:
-            await self._announce(note)
-        except Exception:
-            log.exception("announcing delivered note %s failed", note.id)
-        body = first_line(woken.reply)
-        if woken.outcome == "wallet_empty":
-            # Why is said once: while the wallet stays empty, later notes arrive as written.
-            body = first_line(note.text, chars_max=120)
-            if await self._notes.previous_outcome(note.person_id, besides=note.id) != "wallet_empty":
-                body = f"{body} — {WALLET_EMPTY_BODY}"
-        if not body:
-            return
-        try:
-            await self._push.send(
-                notification=Notification(
-                    person_id=note.person_id, title="Ava", body=body, data={"reminder_id": note.id}
-                )
-            )
-        except Exception:
-            log.exception("pushing delivered note %s failed", note.id)

@@ -4,7 +4,7 @@ No fixed polling delay. The dispatcher asks the database how long until the next
 falls due (or a claim's lease runs out), sleeps exactly that long, and is woken early by
 LISTEN/NOTIFY whenever a note becomes pending (the table's trigger notifies on commit),
 so a note written for two seconds from now is not slept past. It hears the NOTIFY on the
-process's one LISTEN connection, which main.py passes in (the `Watch` protocol), and looks
+process's one LISTEN connection, which the composition root passes in (the `Watch` protocol), and looks
 again whenever that connection is re-established, since a notification may have been
 missed. Due rows are claimed with `FOR UPDATE SKIP LOCKED`, so any number of processes
 share the work and each note is claimed by one of them. Time is the database's clock, the
@@ -40,7 +40,7 @@ _CONTENDED_S = 0.005
 
 
 class Watch(Protocol):
-    """What the dispatcher needs of the process's LISTEN connection (main.py passes
+    """What the dispatcher needs of the process's LISTEN connection (the root passes
     `database.Listener`): `callback` hears each payload on `channel`, and None whenever
     listening (re)starts."""
 

@@ -62,7 +62,7 @@ class RecordingModel:
 
 
 class Product(Protocol):
-    """What a scenario run needs from the product (main.py builds it)."""
+    """What a scenario run needs from the product (app.evaluation builds it)."""
 
     @property
     def turns(self) -> Turns: ...

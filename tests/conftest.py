@@ -23,8 +23,8 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from agents import Model, ScriptedModel
+from app.server import Services, running
 from database import EmbeddedPostgres, apply_migrations
-from main import Services, running
 from settings import Settings
 
 _TEMPLATE = f"avagenc_template_{os.getpid()}"

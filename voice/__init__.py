@@ -1,7 +1,7 @@
 """The voice doors: one Pipecat pipeline for partner speakers, the browser call page and
 phones; Ava's voice processor; speech engines; emotion prosody and hang-up.
 
-main.py imports the names listed here; engines are imported by main.py from
+The composition root (`app`) imports the names listed here; engines are imported by it from
 `voice.engines.*` only when chosen, so cloud SDKs load only when configured.
 """
 

@@ -34,11 +34,12 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pydantic import BaseModel, ConfigDict, Field
 
-from chat import KeepableStr, Person, Unauthorized, parse_zone, problem_responses
+from chat import Person, Unauthorized, parse_zone
 from voice.calls import Call
 from voice.errors import CallNotFound, OfferInvalid
 from voice.session import CallSession
 from voice.shared import VoiceDoors
+from web import KeepableStr, problem_responses
 
 log = logging.getLogger(__name__)
 

@@ -120,35 +120,32 @@ async def test_a_hanging_fcm_send_gives_up_at_its_timeout(caplog: pytest.LogCapt
     ]
 
 
-class RaisingPush:
-    """A `Push` that breaks its promise: it raises what no adapter translated."""
+class RaisingTell:
+    """A `Tell` (live event and push) that breaks its promise: it raises what nobody translated."""
 
     def __init__(self) -> None:
-        self.tried: list[Notification] = []
+        self.tried: list[tuple[str, str]] = []
 
-    async def send(self, *, notification: Notification) -> None:
-        self.tried.append(notification)
+    async def __call__(self, *, note: Note, woken: Woken) -> None:
+        self.tried.append((note.person_id, woken.reply))
         raise RuntimeError("the push service broke in a way nobody foresaw")
 
 
-async def test_a_raising_push_leaves_the_note_delivered(pool: asyncpg.Pool) -> None:
+async def test_a_raising_tell_leaves_the_note_delivered(pool: asyncpg.Pool) -> None:
     woken: list[str] = []
 
     async def wake(*, note: Note) -> Woken:
         woken.append(note.id)
         return Woken(run_id=f"run_{note.id}", reply="Hey Budi, it's time to stretch!", outcome="ran")
 
-    async def announce(note: Note) -> None:
-        return None
-
     notes = Notes(pool)
-    push = RaisingPush()
-    delivery = Delivery(notes=notes, wake=wake, push=push, announce=announce)
+    tell = RaisingTell()
+    delivery = Delivery(notes=notes, wake=wake, tell=tell)
     note = await notes.add(
         person_id="usr_budi", text="Stretch.", due_at=datetime.now(UTC), time_zone="UTC", created_by_run_id=None
     )
     assert await delivery.deliver(note.id) == "delivered"
-    assert [(n.person_id, n.body) for n in push.tried] == [("usr_budi", "Hey Budi, it's time to stretch!")]
+    assert tell.tried == [("usr_budi", "Hey Budi, it's time to stretch!")]
     after = await notes.get(note.id)
     assert after is not None
     assert (after.status, after.run_id, after.attempts) == ("delivered", f"run_{note.id}", 1)

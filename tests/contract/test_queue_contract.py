@@ -20,7 +20,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from chat import build_callback_router, on_domain_error
 from database import Listener
 from reminders import (
     CallbackGate,
@@ -28,7 +27,6 @@ from reminders import (
     Delivery,
     EmbeddedQueue,
     LocalIdTokens,
-    LocalPush,
     Note,
     Notes,
     Queue,
@@ -39,6 +37,7 @@ from reminders import (
 )
 from reminders.cloudtasks import CloudTasksQueue
 from tests.fakes.cloud_tasks import FakeCloudTasks
+from web import build_callback_router, on_domain_error
 
 BASE_URL = "https://avagenc.test"
 SERVICE_ACCOUNT = "postera@avagenc.iam.gserviceaccount.com"
@@ -55,16 +54,12 @@ class Harness:
     fake: FakeCloudTasks | None = None
 
 
-async def _announce(note: Note) -> None:
-    return None
-
-
 def _delivery(notes: Notes, woken: Counter[str]) -> Delivery:
     async def wake(*, note: Note) -> Woken:
         woken[note.id] += 1
         return Woken(run_id=f"run_{note.id}", reply="Time to stretch!", outcome="ran")
 
-    return Delivery(notes=notes, wake=wake, push=LocalPush(), announce=_announce)
+    return Delivery(notes=notes, wake=wake)
 
 
 @contextlib.asynccontextmanager

@@ -9,10 +9,10 @@ import pytest
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from chat import on_unexpected
 from settings import Settings
 from tests.conftest import App
 from tests.e2e.test_bad_input import assert_problem, thread_of
+from web import on_unexpected
 
 ADMIN_KEY = "admin-" + "k" * 32
 INT64_PAST = str(2**63)

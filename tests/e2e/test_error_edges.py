@@ -16,8 +16,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-import main  # noqa: F401  # every domain module loaded, so every error class is known
-from chat import HTTP_STATUS, ChatError, Person
+import app.server  # noqa: F401  # every domain module loaded, so every error class is known
+from chat import ChatError, Person
 from ledger import InsufficientBalance, LedgerError, RefConflict, Transaction
 from tests.conftest import App
 from tests.e2e.test_speaker import START, token_for
@@ -25,6 +25,7 @@ from tests.fakes import twilio
 from tests.fakes.servers import serve_in_process
 from voice import VoiceError
 from voice.edge import CLOSE_CODES, notice_for
+from web import HTTP_STATUS
 
 OFFER_SDP = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agents import ModelResponse, ScriptedModel
+from app.evaluation import eval_product
 from cli import _eval
-from main import eval_product
 from scenarios import load_suite, render, rule_rates, run_suite
 from settings import Settings
 

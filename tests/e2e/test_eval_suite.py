@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from main import eval_product
+from app.evaluation import eval_product
 from scenarios import bundled_suites, load_suite, render, run_suite
 from settings import Settings
 

@@ -19,7 +19,8 @@ from pydantic import SecretStr
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
 from agents.integrations.linking import StateSigner
-from main import running, session_secret
+from app.keys import session_secret
+from app.server import running
 from settings import Settings
 from tests.conftest import App
 from tests.fakes.vendors import FakeGoogle, FakeSpotify, FakeTuya

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from agents import KnowledgeMessage
 from agents.knowledge import Fact, Forgotten, Graph
-from main import running
+from app.server import running
 from settings import Settings
 from tests.conftest import App
 from tests.e2e.test_knowledge import learned

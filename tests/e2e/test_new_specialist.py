@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agents import AGENTS, current_roster
-from main import running
+from app.server import running
 from settings import Settings
 from tests.conftest import App
 

@@ -7,7 +7,8 @@ import asyncio
 import time
 from typing import Any
 
-from main import running, wake_on_turns
+from app.server import running
+from chat import WakeRunner
 from reminders import Note
 from settings import Settings
 from tests.conftest import App
@@ -90,7 +91,14 @@ async def test_a_delivery_that_crashes_after_ava_ran_is_retried_and_she_runs_onc
     claimed = await parts.notes.claim(note.id, lease_s=1.0, early_s=60.0)
     assert claimed is not None
     # The worker writes the note and runs Ava, then dies before it marks the note delivered.
-    woken = await wake_on_turns(app.services.turns, app.services.people)(note=claimed)
+    runner = WakeRunner(
+        turns=app.services.turns,
+        people=app.services.people,
+        notes=parts.notes,
+        push=parts.push,
+        pool=app.services.pool,
+    )
+    woken = await runner.wake(note=claimed)
     assert woken.outcome == "ran" and woken.run_id is not None
     assert (await parts.notes.get(note.id)).status == "delivering"  # type: ignore[union-attr]
     delivered = await wait_delivered(app, note.id)

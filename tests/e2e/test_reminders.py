@@ -13,11 +13,11 @@ from typing import Any
 import asyncpg
 
 from agents import SandboxHome
+from app.specialists import build_toolbox
 from chat import EventLog
+from chat.wakes import WALLET_EMPTY_BODY
 from ledger import Posting, TransactionSpec, user_account
-from main import build_toolbox
 from reminders import LocalPush, Note
-from reminders.delivery import WALLET_EMPTY_BODY
 from tests.conftest import App
 
 

@@ -13,7 +13,7 @@ import pytest
 from agents import RunContext, SandboxHome, ToolError
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.yori.sandbox import SandboxMusic
-from main import build_toolbox
+from app.specialists import build_toolbox
 from tests.conftest import App
 
 JAKARTA = ZoneInfo("Asia/Jakarta")

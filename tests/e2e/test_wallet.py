@@ -242,7 +242,7 @@ async def test_a_person_cannot_see_another_persons_wallet(app: App, scripted: Sc
 async def test_startup_charges_calls_a_crash_left_uncharged_and_fails_abandoned_runs(
     app: App, settings: Settings, scripted: ScriptedModel
 ) -> None:
-    from main import running
+    from app.server import running
 
     headers = await app.sign_in()
     pid = await person_id(app, headers)

@@ -1,4 +1,4 @@
-"""The deployment's toolbox as main.py wires it, built with no database and no network.
+"""The deployment's toolbox as the composition root wires it, built with no database and no network.
 
 Describing tools does no I/O (agents/toolbox.py), so unit tests can read what each agent
 really has — the team layer, the persona-versus-tools check — without a running product.
@@ -10,7 +10,7 @@ import base64
 from datetime import datetime
 
 from agents import Toolbox, build_specialists
-from main import build_toolbox
+from app.specialists import build_toolbox
 
 
 async def _nobody_said(_: str) -> tuple[str, datetime] | None:

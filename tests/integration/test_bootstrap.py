@@ -21,7 +21,9 @@ import asyncpg
 import pytest
 from pydantic import SecretStr
 
-import main
+import app.database
+import app.model
+import app.server
 from settings import Settings
 
 STEPS = [
@@ -35,7 +37,7 @@ STEPS = [
     "build_turns",
     "build_listener",
     "build_event_hub",
-    "build_sweep",
+    "settle_crash",
     "start_learning",
     "build_voice",
 ]
@@ -85,19 +87,19 @@ async def test_a_startup_failing_at_any_step_leaves_nothing_open(
         voice_preload=True,
     )
     pools: list[asyncpg.Pool] = []
-    real_create_pool = main.create_pool  # type: ignore[attr-defined]
+    real_create_pool = app.database.create_pool  # type: ignore[attr-defined]
 
     async def recorded_pool(dsn: str, *, size_max: int) -> asyncpg.Pool:
         pool = await real_create_pool(dsn, size_max=size_max)
         pools.append(pool)
         return pool
 
-    monkeypatch.setattr(main, "create_pool", recorded_pool)
-    monkeypatch.setattr(main, step, failing_after(getattr(main, step)))
+    monkeypatch.setattr(app.database, "create_pool", recorded_pool)
+    monkeypatch.setattr(app.server, step, failing_after(getattr(app.server, step)))
     threads_before = set(threading.enumerate())
 
     with pytest.raises(Injected):
-        async with main.running(settings):
+        async with app.server.running(settings):
             pytest.fail("startup should have failed")
 
     assert pools or step == "build_database"
@@ -116,9 +118,9 @@ async def test_the_configured_model_is_closed_with_the_stack_and_a_given_one_is_
 
     settings = Settings(_env_file=None, gemini_api_key=SecretStr("test-key"))  # type: ignore[call-arg]
     async with contextlib.AsyncExitStack() as stack:
-        built = main.build_model(settings, stack, None)
+        built = app.model.build_model(settings, stack, None)
         assert isinstance(built, GeminiModel)
     assert built._client.is_closed
     given = ScriptedModel()
     async with contextlib.AsyncExitStack() as stack:
-        assert main.build_model(settings, stack, given) is given
+        assert app.model.build_model(settings, stack, given) is given

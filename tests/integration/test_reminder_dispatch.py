@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from database import Listener, create_pool
-from reminders import Delivery, DeliveryLimits, EmbeddedQueue, LocalPush, Note, Notes, Reminders, Woken
+from reminders import Delivery, DeliveryLimits, EmbeddedQueue, Note, Notes, Reminders, Woken
 
 
 class CountingWake:
@@ -32,10 +32,6 @@ class CountingWake:
         return Woken(run_id=f"run_{note.id}", reply="Time!", outcome="ran")
 
 
-async def _nothing(note: Note) -> None:
-    return None
-
-
 @contextlib.asynccontextmanager
 async def dispatcher(
     dsn: str, name: str, woken: Counter[str], by: Counter[str]
@@ -45,9 +41,7 @@ async def dispatcher(
     notes = Notes(pool)
     queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=8)
     await listener.start()
-    delivery = Delivery(
-        notes=notes, wake=CountingWake(name, woken, by), push=LocalPush(), announce=_nothing, limits=DeliveryLimits()
-    )
+    delivery = Delivery(notes=notes, wake=CountingWake(name, woken, by), limits=DeliveryLimits())
     task = asyncio.create_task(queue.serve(delivery=delivery))
     try:
         yield notes, queue
@@ -129,14 +123,13 @@ async def test_a_failing_delivery_is_retried_with_a_growing_backoff_then_given_u
         calls.append(note.id)
         raise ConnectionResetError("the thread's database went away")
 
-    async def announce(note: Note) -> None:
+    async def tell(*, note: Note, woken: Woken) -> None:
         raise AssertionError("a failed note is not announced")
 
     delivery = Delivery(
         notes=notes,
         wake=broken,
-        push=LocalPush(),
-        announce=announce,
+        tell=tell,
         limits=DeliveryLimits(lease_s=60, attempts_max=2, backoff_s=0.1),
     )
     note = await notes.add(

@@ -8,8 +8,8 @@ import json
 from collections.abc import Iterator
 
 from agents import LinkError
-from agents.errors import AgentError
-from chat import on_domain_error
+from agents.errors import AgentError  # the package loads every module, so every error class
+from web import on_domain_error
 
 
 def _subclasses(base: type[AgentError]) -> Iterator[type[AgentError]]:

@@ -1,6 +1,7 @@
 """Personas, the team layer and tool descriptions promise only what registered tools do
-(docs/agents.md#capabilities-and-honesty): checked against the toolbox main.py really builds, so a persona that names a
-capability no tool provides fails here, and the texts grow true as tools land."""
+(docs/agents.md#capabilities-and-honesty): checked against the toolbox the composition root
+really builds, so a persona that names a capability no tool provides fails here, and the
+texts grow true as tools land."""
 
 from __future__ import annotations
 

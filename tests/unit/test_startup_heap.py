@@ -1,5 +1,5 @@
 """A serving process takes what startup built out of the garbage collector's sight, and
-again once the speech models have loaded (`main.freeze_startup_heap`)."""
+again once the speech models have loaded (`app.server.freeze_startup_heap`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from main import Services, freeze_startup_heap
+from app.server import Services, freeze_startup_heap
 
 
 class _Loaded:

@@ -1,4 +1,4 @@
-"""`avagenc chat` (chat/terminal.py) against a fake text API held in memory.
+"""`avagenc chat` (cli/terminal.py) against a fake text API held in memory.
 
 The fake keeps the server's state — the thread, the token it issued, the client_id of every
 POST, the headers it saw — and answers as docs/http.md says, including problem+json and the
@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chat.terminal import local_time_zone, run_terminal
+from cli.terminal import local_time_zone, run_terminal
 
 # A hung read must fail the test, not stall the run.
 pytestmark = pytest.mark.timeout(10)

@@ -9,12 +9,10 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from chat.api import SEQ_MAX, ChatApi, current_person_dependency, current_zone_dependency
-from chat.edge import problem_responses
-from chat.errors import AdminDisabled, DateInvalid, NotFound, Unauthorized
-from chat.people import Person
-from chat.wallet import Wallet
+from chat import AdminDisabled, DateInvalid, NotFound, Person, Unauthorized, Wallet
 from ledger import AMOUNT_MICROS_MAX, ENTRIES_PAGE_MAX, format_rupiah, user_account
+from web.api import SEQ_MAX, ChatApi, current_person_dependency, current_zone_dependency
+from web.edge import problem_responses
 
 
 class TopUp(BaseModel):

@@ -4,32 +4,39 @@
 annotations of the closures below, which live in no module namespace.)
 
 Handlers only translate HTTP to domain calls; validation lives in the schemas and the
-domain, and errors become problem+json in the exception handlers main.py registers.
+domain, and errors become problem+json in the exception handlers web.app registers.
 Every query is scoped to the authenticated person: no id from a path or body can reach
 another person's data.
 """
 
 import asyncio
-import functools
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
-from chat.detached import run_detached
-from chat.edge import problem_responses
-from chat.errors import SignInDisabled, TimeZoneInvalid, TooManyStreams, Unauthorized
-from chat.events import EventHub, EventLog
-from chat.identity import LocalTokens, TokenVerifier
-from chat.people import People, Person
-from chat.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TurnOut
-from chat.threads import Threads
-from chat.turns import Turns
+from chat import (
+    EventHub,
+    EventLog,
+    LocalTokens,
+    People,
+    Person,
+    SignInDisabled,
+    Threads,
+    TokenVerifier,
+    TooManyStreams,
+    Turns,
+    Unauthorized,
+    parse_zone,
+    run_detached,
+)
+from web.edge import problem_responses
+from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TurnOut
 
 PAGE_MAX = 200
 SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
@@ -38,7 +45,7 @@ _EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 @dataclass(frozen=True, slots=True)
 class ChatApi:
-    """Everything the text API needs, built by main.py."""
+    """Everything the text API needs, built by the composition root."""
 
     people: People
     verifier: TokenVerifier
@@ -50,22 +57,6 @@ class ChatApi:
     sse_streams_per_person_max: int
     sse_keepalive_s: float
     on_signup: Callable[[Person], Awaitable[None]] | None = None
-
-
-@functools.cache
-def _zone_names() -> frozenset[str]:
-    return frozenset(available_timezones())
-
-
-def parse_zone(name: str) -> ZoneInfo:
-    """An IANA zone by name. Only names tzdata lists: a folder of it (`Asia`, `Etc`) or a
-    path is not a zone, however the file system answers."""
-    if len(name) > 64 or name not in _zone_names():
-        raise TimeZoneInvalid(f"{name[:64]!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise TimeZoneInvalid(f"{name!r} is not an IANA time zone name (e.g. Asia/Jakarta).") from exc
 
 
 def _bearer(authorization: str | None) -> str:

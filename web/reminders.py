@@ -16,10 +16,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, Field
 
-from chat.api import ChatApi, current_person_dependency
-from chat.edge import problem, problem_responses
-from chat.people import Person
+from chat import Person
 from reminders import SIGNATURE_HEADER, CallbackGate, CallbackRefused, Delivery, Reminders
+from web.api import ChatApi, current_person_dependency
+from web.edge import problem, problem_responses
 
 PAST_MAX = 200
 

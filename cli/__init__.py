@@ -1,4 +1,4 @@
-"""The `avagenc` command line: each verb builds only what it needs from `main.py`.
+"""The `avagenc` command line: each verb builds only what it needs from the roots in `app`.
 
 `serve` builds the whole server; `migrate`, `users token` and `wallet topup|verify` open the
 database alone (no model, voice engines, Whisper preload, LISTEN connection or startup
@@ -11,6 +11,9 @@ scenario suites through it (docs/eval.md).
 accepting, hangs up live calls with a goodbye, lets turns in flight and their charges
 finish (up to SHUTDOWN_GRACE_S), then closes everything it opened, the embedded
 PostgreSQL last. A second signal stops at once.
+
+A package rather than one module so that the terminal client (`cli.terminal`), which
+only `chat` runs, lives beside the verb that runs it and outside the server's domains.
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ import asyncpg
 from pydantic import ValidationError
 
 from agents import Model
+from app.database import build_migrations
+from app.evaluation import eval_product
+from app.keys import session_secret
+from app.records import records
+from app.server import freeze_startup_heap, running
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from main import build_migrations, eval_product, freeze_startup_heap, records, running, session_secret
 from scenarios import ScenarioError, SuiteResult, bundled_suites, load_suite, render, run_suite
 from settings import Settings
 
@@ -269,7 +276,7 @@ def _configure_logging(verb: str) -> None:
 
 
 def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from chat.terminal import run_terminal
+    from cli.terminal import run_terminal
 
     url = args.url or f"http://{settings.host}:{settings.port}"
     try:
@@ -317,7 +324,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         code = asyncio.run(_wallet_verify(settings))
     sys.exit(code)
-
-
-if __name__ == "__main__":
-    main()

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents import Connections
-from chat.api import ChatApi, current_person_dependency
-from chat.edge import problem_responses
-from chat.people import Person
+from chat import Person
+from web.api import ChatApi, current_person_dependency
+from web.edge import problem_responses
 
 _NAME = Path(min_length=1, max_length=40, description="google, spotify or tuya")
 

@@ -10,6 +10,9 @@ Guarantees: each line the person sends is one turn even when the connection drop
 reuses the line's `client_id`, which the server makes idempotent; the person's own line is not
 echoed back; a problem response is shown as one line and the conversation goes on; the exit code
 is 0 after `/quit` or end of input and 1 when the session could not start.
+
+It sits beside the command line (`cli/`), not in the chat domain: it is a client of the HTTP
+edge, run only by `avagenc chat`, and nothing on the server side ever imports it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,8 @@ from typing import Any, TextIO
 
 import httpx
 
-from agents import AGENTS, HUMAN
-from chat.api import parse_zone
-from chat.errors import TimeZoneInvalid
+from agents import AGENTS, HUMAN, SPECIALISTS
+from chat import TimeZoneInvalid, parse_zone
 
 HISTORY_LIMIT = 20
 # A turn runs to its end before the response comes back (the lead, any specialist, their tool
@@ -38,10 +40,15 @@ TIMEOUT = httpx.Timeout(10.0, read=300.0)
 PROMPT = "you> "
 LOCALTIME = Path("/etc/localtime")
 PROBLEM_TYPE = "application/problem+json"
-HELP = """Commands:
-  /help   show this
-  /quit   leave (end of input does the same)
-Anything else goes to the group: Ava answers, or @zee, @yori, @rafal to ask one of them directly."""
+
+
+def help_text() -> str:
+    """The commands, and the specialists a person can tag (the room's roster)."""
+    tags = ", ".join(f"@{a.name}" for a in SPECIALISTS)
+    return (
+        "Commands:\n  /help   show this\n  /quit   leave (end of input does the same)\n"
+        f"Anything else goes to the group: Ava answers, or {tags} to ask one of them directly."
+    )
 
 
 async def run_terminal(
@@ -151,7 +158,7 @@ async def _converse(client: httpx.AsyncClient, source: TextIO, out: TextIO) -> i
         if text == "/quit":
             return 0
         if text == "/help":
-            _say(out, HELP)
+            _say(out, help_text())
             continue
         await _send(client, text, out)
 

@@ -11,11 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from agents import Knowledge, KnowledgeError
-from chat.api import ChatApi, current_person_dependency
-from chat.edge import problem_responses
-from chat.errors import KnowledgeUnavailable
-from chat.forgetting import Forgetting
-from chat.people import Person
+from chat import Forgetting, KnowledgeUnavailable, Person
+from web.api import ChatApi, current_person_dependency
+from web.edge import problem_responses
 
 
 def build_knowledge_router(

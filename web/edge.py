@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chat.schemas import Problem
+from web.schemas import Problem
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
     return problem(status, type_, title, str(exc) or None)
 
 
-# The names main.py registers; one translator behind them.
+# The names web.app registers; one translator behind them.
 on_chat_error = on_domain_error
 on_ledger_error = on_domain_error
 

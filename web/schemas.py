@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from chat.blank import is_unkeepable
+from chat import is_unkeepable
 
 
 class _Strict(BaseModel):

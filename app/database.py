@@ -1,0 +1,50 @@
+"""Building the database plumbing: the server (embedded or DATABASE_URL), pools, the
+migrations and the process's one LISTEN connection.
+
+Every root opens the database through these, each on its own exit stack, so whatever is
+opened is closed in reverse order however far startup got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncpg
+
+from agents import specialist_packages
+from database import EmbeddedPostgres, Listener, apply_migrations, create_pool, migration_sources
+from settings import Settings
+
+
+async def build_database(settings: Settings, stack: contextlib.AsyncExitStack) -> tuple[str, EmbeddedPostgres | None]:
+    """DATABASE_URL, or an embedded server under AVAGENC_HOME that is stopped on close."""
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.avagenc_home / "pg", log_path=settings.avagenc_home / "pg.log")
+    # Registered first: a start that fails half-way (initdb done, pg_ctl timed out) is
+    # still let go of, and `stop` does nothing if there is nothing to stop.
+    stack.callback(embedded.stop)
+    return await asyncio.to_thread(embedded.start), embedded
+
+
+async def build_pool(dsn: str, stack: contextlib.AsyncExitStack, *, size_max: int) -> asyncpg.Pool:
+    pool = await create_pool(dsn, size_max=size_max)
+    stack.push_async_callback(pool.close)
+    return pool
+
+
+async def build_migrations(pool: asyncpg.Pool) -> list[str]:
+    """Every domain's migrations, and those of the installed specialist packages that have
+    tables of their own (after the agents', before the chat's)."""
+    async with pool.acquire() as conn:
+        return await apply_migrations(conn, sources=migration_sources(specialist_packages()))
+
+
+async def build_listener(dsn: str, stack: contextlib.AsyncExitStack) -> Listener:
+    """The process's one LISTEN connection: the live events and the wake-note dispatcher
+    both hear their notifications on it."""
+    listener = Listener(dsn)
+    stack.push_async_callback(listener.stop)  # before start: a start that times out leaves its task
+    await listener.start()
+    return listener

@@ -1,0 +1,283 @@
+"""The server's composition root: Settings -> adapters -> domains -> the ASGI app.
+
+This is cosmicpython's `bootstrap`: each `build_*` step makes one part and registers how
+to close it on one `contextlib.AsyncExitStack`, so whatever step fails, everything opened
+before it is closed, in reverse order; a clean shutdown unwinds the same stack. It
+decides which adapter serves each port and lists them in `Services.adapters`, which
+`avagenc serve` logs in one line at startup, so an operator can see at a glance what a
+deployment is really talking to. The steps come from the builders beside it, shared with
+the other roots; this module only puts the serving process together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import asyncpg
+import httpx
+from fastapi import FastAPI
+
+from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
+from app.database import build_database, build_listener, build_migrations, build_pool
+from app.keys import session_secret
+from app.knowledge import KnowledgeParts, build_knowledge, start_learning
+from app.model import build_model
+from app.reminders import ReminderParts, build_reminders, start_reminders
+from app.specialists import build_specialists_on, build_toolbox, check_models
+from app.turns import build_turns
+from app.voice import PRELOAD_JOIN_S, build_voice, end_calls, live_call_on
+from app.wallet import build_ledger
+from chat import (
+    EventHub,
+    EventLog,
+    Forgetting,
+    LocalTokens,
+    People,
+    Runs,
+    Threads,
+    Turns,
+    Wallet,
+    drain_detached,
+    no_wakes,
+    settle_crash,
+)
+from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
+from ledger import PostgresLedger
+from settings import Settings
+from web import ChatApi, WakeDoors, build_app
+
+if TYPE_CHECKING:
+    # Voice (Pipecat, speech engines) is imported only by the steps that build it.
+    from voice import VoiceDoors
+
+
+@dataclass
+class Services:
+    """Everything one process runs, built once on one stack and closed once by unwinding it
+    (`running` owns the stack)."""
+
+    settings: Settings
+    dsn: str
+    pool: asyncpg.Pool
+    lock_pool: asyncpg.Pool
+    hub: EventHub
+    people: People
+    threads: Threads
+    runs: Runs
+    turns: Turns
+    wallet: Wallet
+    ledger: PostgresLedger
+    local_tokens: LocalTokens
+    voice: VoiceDoors
+    toolbox: Toolbox
+    knowledge: KnowledgeParts
+    reminders: ReminderParts | None = None
+    embedded: EmbeddedPostgres | None = None
+    adapters: dict[str, str] = field(default_factory=dict)
+    specialists: Specialists | None = None
+    # The thread loading the offline speech models at startup, if one was started.
+    preload: threading.Thread | None = None
+
+    async def end_calls(self) -> None:
+        """Hang up every live call (the first step of shutdown, before connections close)."""
+        await end_calls(self.voice)
+
+
+def build_event_hub(listener: Listener) -> EventHub:
+    return EventHub(listener)
+
+
+async def freeze_startup_heap(services: Services) -> None:
+    """A serving process's objects built at startup leave the garbage collector's sight:
+    now, and again once the speech models have loaded.
+
+    Why: the server holds about 150,000 tracked objects once it has started (Pipecat,
+    FastAPI, the speech models' Python side), nearly all of them alive until it stops. The
+    collector's full pass walks every one of them: 80-135 ms measured in the voice
+    benchmark's server, one every few minutes of calls, stopping the event loop wherever
+    it lands, in the middle of a person's wait for Ava's voice too. Frozen (`gc.freeze`),
+    they are never walked again (a full pass after it: well under a millisecond); what
+    the server makes later is collected as before. Only for a process that serves: objects
+    frozen are never collected even when they become garbage, which is what startup's are
+    not, but a test process building many servers would keep each one's cycles."""
+    gc.collect()
+    gc.freeze()
+    if services.preload is not None:
+        await asyncio.to_thread(services.preload.join, PRELOAD_JOIN_S)
+        gc.collect()
+        gc.freeze()
+
+
+async def bootstrap(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    model: Model | None = None,
+    migrate_first: bool = True,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
+    knowledge: Knowledge | None = None,
+    deliver_wakes: bool = True,
+) -> Services:
+    """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
+    # The room first: everything after reads the specialists from it; the previous room
+    # comes back when the stack closes (a test's toy specialist leaves no trace).
+    stack.enter_context(installed_roster(settings.agent_packages))
+    check_models(settings)
+    dsn, embedded = await build_database(settings, stack)
+    pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
+    lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
+    if migrate_first:
+        await build_migrations(pool)
+    chosen = build_model(settings, stack, model)
+    # The stores a turn writes through run its statements on the connection that holds the
+    # person's thread lock while the turn runs (database.pool.TurnPool), on the pool otherwise.
+    # Knowledge stays on the plain pool: its lookup is cut short by a timeout.
+    turn_pool = TurnPool(pool).as_pool()
+    threads, runs = Threads(turn_pool, lock_pool=lock_pool, hold=holding), Runs(turn_pool)
+    specialists = build_specialists_on(
+        settings, stack, pool=turn_pool, threads=threads, vendor_transport=vendor_transport
+    )
+    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge)
+    # Stopped after the detached turns below have finished, so their events are still heard.
+    listener = await build_listener(dsn, stack)
+    reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
+    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
+    ledger, wallet = build_ledger(settings, turn_pool, runs)
+    turns = build_turns(
+        settings,
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        model=chosen,
+        toolbox=toolbox,
+        knowledge=memory,
+        clock=clock,
+        apart=functools.partial(holding_own, pool),
+    )
+    # Turns and charges that outlived their requests finish before the listener and pools close.
+    stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
+    hub = build_event_hub(listener)
+    await settle_crash(threads, runs, wallet, pool)
+    await start_learning(memory, hub, stack)
+    people = People(pool, default_time_zone=settings.default_time_zone)
+    local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+    voice, speech, preload = build_voice(
+        settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
+    )
+    # Started last, stopped first: deliveries in flight finish before calls end and pools close.
+    # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
+    # so a note due in the scenario's future may already be due by the wall.
+    if deliver_wakes:
+        start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=live_call_on(voice))
+    stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
+    adapters = {
+        "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
+        "model": type(chosen).__name__,
+        # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
+        **specialists.adapters(),
+        "identity": "LocalTokens",
+        "speech": speech,
+        "knowledge": memory.adapter,
+        **reminder_parts.adapters,
+    }
+    return Services(
+        settings=settings,
+        dsn=dsn,
+        pool=pool,
+        lock_pool=lock_pool,
+        hub=hub,
+        people=people,
+        threads=threads,
+        runs=runs,
+        turns=turns,
+        wallet=wallet,
+        ledger=ledger,
+        local_tokens=local_tokens,
+        voice=voice,
+        toolbox=toolbox,
+        knowledge=memory,
+        reminders=reminder_parts,
+        embedded=embedded,
+        adapters=adapters,
+        specialists=specialists,
+        preload=preload,
+    )
+
+
+def serve_app(services: Services) -> FastAPI:
+    """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it."""
+    from voice import VoiceError, build_voice_router, build_webrtc_router
+
+    settings = services.settings
+    api = ChatApi(
+        people=services.people,
+        verifier=services.local_tokens,
+        local_tokens=services.local_tokens,
+        turns=services.turns,
+        threads=services.threads,
+        event_log=EventLog(services.pool),
+        hub=services.hub,
+        sse_streams_per_person_max=settings.sse_streams_per_person_max,
+        sse_keepalive_s=settings.sse_keepalive_s,
+        on_signup=lambda person: services.wallet.grant_signup(person.id),
+    )
+    parts = services.reminders
+    forgetting = Forgetting(
+        pool=services.pool,
+        threads=services.threads,
+        learning=services.knowledge.learning,
+        knowledge=services.knowledge.knowledge,
+        cancel_wakes=parts.reminders.cancel_pending if parts is not None else no_wakes,
+        settle=services.wallet.settle_uncharged,
+        wait_s=settings.thread_wait_s,
+        timeout_s=settings.knowledge_timeout_s,
+    )
+    wakes = None
+    if parts is not None and parts.delivery is not None:
+        wakes = WakeDoors(reminders=parts.reminders, delivery=parts.delivery, gate=parts.gate)
+    return build_app(
+        api,
+        pool=services.pool,
+        wallet=services.wallet,
+        admin_api_key=settings.admin_api_key.get_secret_value() if settings.admin_api_key else None,
+        knowledge=services.knowledge.knowledge,
+        forgetting=forgetting,
+        knowledge_timeout_s=settings.knowledge_timeout_s,
+        wakes=wakes,
+        connections=services.specialists.connections if services.specialists is not None else None,
+        doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
+        door_errors=(VoiceError,),
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(
+    settings: Settings,
+    *,
+    model: Model | None = None,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
+    knowledge: Knowledge | None = None,
+    deliver_wakes: bool = True,
+) -> AsyncIterator[tuple[Services, FastAPI]]:
+    """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
+    async with contextlib.AsyncExitStack() as stack:
+        services = await bootstrap(
+            settings,
+            stack,
+            model=model,
+            vendor_transport=vendor_transport,
+            clock=clock,
+            knowledge=knowledge,
+            deliver_wakes=deliver_wakes,
+        )
+        yield services, serve_app(services)

@@ -1,0 +1,23 @@
+"""Building the ledger and the wallet over it: what both the server and the command
+line's money verbs need, and nothing more (no model, no events hub)."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from chat import PostgresEvents, Runs, Wallet
+from ledger import PostgresLedger, PriceBook, VoicePriceBook
+from settings import Settings
+
+
+def build_ledger(settings: Settings, pool: asyncpg.Pool, runs: Runs) -> tuple[PostgresLedger, Wallet]:
+    ledger = PostgresLedger(pool)
+    wallet = Wallet(
+        ledger=ledger,
+        prices=PriceBook(pool),
+        voice_prices=VoicePriceBook(pool),
+        runs=runs,
+        events=PostgresEvents(pool),
+        signup_grant_micros=settings.signup_grant_micros,
+    )
+    return ledger, wallet

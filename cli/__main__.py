@@ -1,0 +1,5 @@
+"""`python -m cli`: the same command as `avagenc`, for a checkout that is not installed."""
+
+from cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""The ASGI app: every router, the error map and the operations endpoints, assembled once.
+
+It exists so that the HTTP edge is put together at the edge, from what the composition
+root hands it, and no domain has to know FastAPI. It builds nothing of the product
+itself: the stores, turns and doors arrive as parameters. The call doors (voice) sit above
+this package and bring their routers and error class in the same way, so the app lists
+every door in one order without importing any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+from fastapi import APIRouter, FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from agents import Connections, Knowledge, LinkError
+from chat import ChatError, Forgetting, Wallet
+from ledger import LedgerError
+from reminders import CallbackGate, Delivery, ReminderError, Reminders
+from web.api import ChatApi, build_router
+from web.edge import (
+    DATABASE_GONE,
+    BodyLimit,
+    on_chat_error,
+    on_database_gone,
+    on_domain_error,
+    on_http_error,
+    on_ledger_error,
+    on_unexpected,
+    on_validation_error,
+    problem,
+    problem_responses,
+)
+from web.integrations import build_integrations_router
+from web.knowledge import build_knowledge_router
+from web.reminders import build_callback_router, build_reminders_router
+from web.wallet import build_wallet_router
+
+
+@dataclass(frozen=True, slots=True)
+class WakeDoors:
+    """What the reminders' routes need: present only where this process delivers notes."""
+
+    reminders: Reminders
+    delivery: Delivery
+    gate: CallbackGate
+
+
+def build_app(
+    api: ChatApi,
+    *,
+    pool: asyncpg.Pool,
+    wallet: Wallet,
+    admin_api_key: str | None,
+    knowledge: Knowledge,
+    forgetting: Forgetting,
+    knowledge_timeout_s: float,
+    wakes: WakeDoors | None,
+    connections: Connections | None,
+    doors: Sequence[APIRouter] = (),
+    door_errors: Sequence[type[Exception]] = (),
+) -> FastAPI:
+    """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
+    (the call routers) and the integrations; `door_errors` answer as any domain error."""
+    app = FastAPI(
+        title="Avagenc Chat",
+        version="0.1.0",
+        description="A group chat where the person is the only human and every other member is an AI agent.",
+    )
+    app.include_router(build_router(api))
+    app.include_router(build_wallet_router(api, wallet, admin_api_key=admin_api_key))
+    app.include_router(
+        build_knowledge_router(api, knowledge=knowledge, forgetting=forgetting, timeout_s=knowledge_timeout_s)
+    )
+    if wakes is not None:
+        app.include_router(build_reminders_router(api, wakes.reminders))
+        app.include_router(build_callback_router(wakes.reminders, wakes.delivery, wakes.gate))
+    for door in doors:
+        app.include_router(door)
+    if connections is not None:
+        app.include_router(build_integrations_router(api, connections))
+    app.add_exception_handler(ChatError, on_chat_error)
+    app.add_exception_handler(LedgerError, on_ledger_error)
+    for error in door_errors:
+        app.add_exception_handler(error, on_domain_error)
+    app.add_exception_handler(LinkError, on_domain_error)
+    app.add_exception_handler(ReminderError, on_domain_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    for gone in DATABASE_GONE:
+        app.add_exception_handler(gone, on_database_gone)
+    app.add_exception_handler(Exception, on_unexpected)
+    app.add_middleware(BodyLimit)
+
+    @app.get("/healthz", tags=["operations"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problem_responses(503))
+    async def readyz() -> Any:
+        try:
+            async with asyncio.timeout(2):
+                await pool.fetchval("SELECT 1")
+        except (TimeoutError, OSError, asyncpg.PostgresError):
+            return problem(503, "not_ready", "The database is not reachable")
+        return {"status": "ready"}
+
+    return app
