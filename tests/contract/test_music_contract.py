@@ -25,6 +25,7 @@ async def music(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIter
     fake = FakeSpotify()
     async with client_for(fake) as http:
         yield SpotifyMusic(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=False))
+    assert fake.violations == []  # every call and answer as the vendor's reference has it
 
 
 async def test_search_then_play_plays_that_track(music: MusicPlayer) -> None:

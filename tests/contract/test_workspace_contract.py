@@ -29,6 +29,7 @@ async def workspace(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> Async
     fake = FakeGoogle()
     async with client_for(fake) as http:
         yield GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+    assert fake.violations == []  # every call and answer as the vendor's reference has it
 
 
 async def test_todays_inbox_is_read_with_gmail_syntax(workspace: Workspace) -> None:
