@@ -75,7 +75,7 @@ class BearerApi:
             return rate_limited(self._service, retry_after_s=retry_after_s(response.headers.get("retry-after")))
         if status == 403:
             # Both vendors document 403 as a refusal that asking again will not change.
-            return NotAllowed(f"{self._service} refused this for the person's account; do not retry.")
+            return NotAllowed(f"{self._service} refused this for this account; do not retry.")
         if status == 404:
             return NotFound(f"{self._service} has no such item; check the id from a listing tool.")
         if status == 400:

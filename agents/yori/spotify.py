@@ -42,8 +42,9 @@ def _refine(response: httpx.Response) -> ToolError | None:
     if response.status_code == 403 and _PLAYLIST_ITEMS.search(response.request.url.path):
         # Spotify lists the items only of playlists the person owns or collaborates on.
         return NotAllowed(
-            "Spotify shows the tracks only of playlists the person made or collaborates on, not ones they follow. "
-            "It can still be played whole: call play with its uri as context_uri; do not retry playlist_tracks."
+            "Spotify shows the tracks only of playlists the person made or collaborates on, not ones they follow, "
+            "though it can still play the whole playlist; do not retry playlist_tracks, call play with the "
+            "playlist's uri as context_uri."
         )
     return None
 
