@@ -20,6 +20,8 @@ from agents.integrations.hints import (
     TokenExpired,
     VendorUnavailable,
 )
+from agents.integrations.oauth import OAuthClient
+from agents.rafal.agent import GOOGLE as GOOGLE_OAUTH
 from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
 from agents.rafal.workspace import CONTACTS_LIMIT_MAX, EVENTS_LIMIT_MAX, MESSAGES_LIMIT_MAX, Workspace
@@ -151,7 +153,14 @@ async def test_every_google_call_is_one_the_reference_allows(pool: asyncpg.Pool)
         )
         await workspace.list_contacts(person_id="usr_1", limit=CONTACTS_LIMIT_MAX, zone=ZONE)
         await workspace.add_contact(person_id="usr_1", name="Dewi", emails=[], phones=["+62811"], zone=ZONE)
-        assert await tokens._client.revoke(next(iter(fake.oauth.refresh)))
+        client = OAuthClient(
+            GOOGLE_OAUTH,
+            client_id=fake.oauth.client_id,
+            client_secret=fake.oauth.client_secret,
+            redirect_uri="http://t/cb",
+            http=http,
+        )
+        assert await client.revoke(next(iter(fake.oauth.refresh)))
     assert fake.violations == []
     assert fake.checker.called == {e.name for e in GOOGLE.endpoints}
 

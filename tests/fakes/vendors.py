@@ -58,6 +58,7 @@ class FakeOAuth:
     revoked: list[str] = field(default_factory=list)
     scope: str = ""
     rotate: bool = False  # hand out a new refresh token on every refresh (Spotify may)
+    retry_after_s: int | None = None  # answer the token endpoint with 429 and this wait
 
     def grant_code(self, account: str) -> str:
         code = f"code-{account}-{next(_ids)}"
@@ -77,6 +78,10 @@ class FakeOAuth:
 
     def token(self, request: httpx.Request) -> httpx.Response:
         form = _form(request)
+        if self.retry_after_s is not None:
+            return httpx.Response(
+                429, headers={"Retry-After": str(self.retry_after_s)}, json={"error": "rate_limit_exceeded"}
+            )
         if not self._client_ok(request, form):
             return _json(401, {"error": "invalid_client"})
         if form.get("grant_type") == "authorization_code":
