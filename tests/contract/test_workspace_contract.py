@@ -181,7 +181,7 @@ async def test_a_dropped_date_filter_would_fail_the_suite(pool: asyncpg.Pool, mo
     assert any(m.date.astimezone(ZONE).date() != datetime.now(ZONE).date() for m in mail)
 
 
-async def test_an_unknown_search_term_finds_nothing_as_in_gmail(pool: asyncpg.Pool) -> None:
+async def test_an_unknown_search_term_is_outside_the_reference(pool: asyncpg.Pool) -> None:
     fake = FakeGoogle()
     async with client_for(fake) as http:
         workspace = GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))

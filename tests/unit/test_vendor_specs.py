@@ -5,6 +5,7 @@ drifted back to them would fail the contract suites."""
 from __future__ import annotations
 
 import json
+from datetime import date
 
 import httpx
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from agents.integrations.hints import rate_limited, retry_after_s, wait_words
 from agents.yori.music import SEARCH_LIMIT_MAX
 from agents.yori.tools import SPECS
-from tests.specs.checker import Checker
+from tests.specs.checker import Checker, Spec
 from tests.specs.google import GOOGLE
 from tests.specs.spotify import SEARCH_LIMIT_MAX as SPOTIFY_SEARCH_LIMIT_MAX
 from tests.specs.spotify import SPOTIFY
@@ -136,3 +137,10 @@ def test_retry_after_is_said_in_whole_seconds_or_minutes_never_shorter(header: s
     error = rate_limited("Spotify", retry_after_s=retry_after_s(header))
     assert str(error) == f"Spotify is asking us to slow down; try again {words}."
     assert error.retry_after_s == retry_after_s(header)
+
+
+@pytest.mark.parametrize("spec", [SPOTIFY, GOOGLE, TUYA], ids=lambda s: s.vendor)
+def test_each_spec_names_its_sources_and_when_they_were_read(spec: Spec) -> None:
+    assert spec.sources and all(s.startswith("https://") for s in spec.sources)
+    assert date.fromisoformat(spec.read_on)
+    assert len({e.name for e in spec.endpoints}) == len(spec.endpoints)
