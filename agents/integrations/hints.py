@@ -78,7 +78,7 @@ def retry_after_s(header: str | None) -> int | None:
 
 
 def wait_words(seconds: int | None) -> str:
-    """ "in 30 seconds", "in 2 minutes": what the vendor asked, rounded up, never shortened."""
+    """The wait as said: "in 30 seconds" up to 90, else "in 2 minutes", rounded up, never shortened."""
     if seconds is None:
         return "in a minute"
     if seconds <= 90:
