@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from agents.integrations.hints import not_linked, rate_limited, token_expired, unavailable
+from agents.integrations.hints import not_linked, rate_limited, retry_after_s, token_expired, unavailable
 from agents.integrations.linking import LinkRejected, Links, ProviderUnavailable
 
 # An access token is renewed this long before the provider says it expires.
@@ -103,7 +103,8 @@ class OAuthClient:
         except ProviderUnavailable as exc:
             raise unavailable(self.provider.display_name) from exc
         if response.status_code == 429:
-            raise rate_limited(self.provider.display_name)
+            wait_s = retry_after_s(response.headers.get("retry-after"))
+            raise rate_limited(self.provider.display_name, retry_after_s=wait_s)
         if response.status_code in (400, 401):  # invalid_grant: revoked, expired or rotated away
             raise token_expired(self.provider.display_name)
         if response.status_code != 200:

@@ -10,7 +10,15 @@ from typing import Any, Protocol
 import httpx
 
 from agents.errors import ToolError
-from agents.integrations.hints import InputInvalid, NotFound, rate_limited, token_expired, unavailable
+from agents.integrations.hints import (
+    InputInvalid,
+    NotAllowed,
+    NotFound,
+    rate_limited,
+    retry_after_s,
+    token_expired,
+    unavailable,
+)
 
 
 class TokenSource(Protocol):
@@ -64,7 +72,10 @@ class BearerApi:
         if status == 401:
             return token_expired(self._service)
         if status == 429:
-            return rate_limited(self._service)
+            return rate_limited(self._service, retry_after_s=retry_after_s(response.headers.get("retry-after")))
+        if status == 403:
+            # Both vendors document 403 as a refusal that asking again will not change.
+            return NotAllowed(f"{self._service} refused this for this account; do not retry.")
         if status == 404:
             return NotFound(f"{self._service} has no such item; check the id from a listing tool.")
         if status == 400:

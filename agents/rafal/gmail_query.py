@@ -78,12 +78,18 @@ def parse(query: str, *, zone: ZoneInfo, now: datetime) -> MailQuery:
 
 
 def to_gmail(query: str, *, zone: ZoneInfo, now: datetime) -> str:
-    """The query with local dates as epoch seconds, which Gmail reads without a zone."""
+    """The query with local dates and ages as epoch seconds, which Gmail reads without a
+    zone. Ages become times too: Gmail documents only d, m and y for `newer_than:`, and its
+    month is not our 30 days, so the sandbox and Gmail would otherwise disagree."""
 
     def replace(match: re.Match[str]) -> str:
         negated, key, value = match.group(1), match.group(2), match.group(3)
-        if key and key.lower() in ("after", "before"):
-            return f"{negated}{key.lower()}:{int(_day(value.strip(chr(34)), zone).timestamp())}"
+        key = (key or "").lower()
+        if key in ("after", "before"):
+            return f"{negated}{key}:{int(_day(value.strip(chr(34)), zone).timestamp())}"
+        if key in ("newer_than", "older_than"):
+            side = "after" if key == "newer_than" else "before"
+            return f"{negated}{side}:{int(_age(value.strip(chr(34)).lower(), now).timestamp())}"
         return match.group(0)
 
     return _TOKEN.sub(replace, query[:500])

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import httpx
 
 from agents.errors import ToolError
-from agents.integrations.hints import TokenExpired, rate_limited
+from agents.integrations.hints import NotAllowed, TokenExpired, rate_limited, retry_after_s
 from agents.integrations.vendor import BearerApi, TokenSource, error_body
 from agents.rafal.gmail_query import to_gmail
 from agents.rafal.workspace import (
@@ -40,16 +40,22 @@ PEOPLE_URL = "https://people.googleapis.com/v1"
 _PERSON_FIELDS = "names,emailAddresses,phoneNumbers"
 
 
+# The 403 reasons Gmail and Calendar document for their usage limits (docs/integrations.md).
+_RATE_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded", "dailyLimitExceeded", "quotaExceeded"})
+
+
 def _refine(response: httpx.Response) -> ToolError | None:
     if response.status_code != 403:
         return None
     reasons = {str(e.get("reason", "")) for e in error_body(response).get("errors", []) if isinstance(e, dict)}
-    if reasons & {"rateLimitExceeded", "userRateLimitExceeded"}:
-        return rate_limited("Google")
-    if reasons & {"insufficientPermissions", "forbidden"} or "insufficient" in response.text.lower():
+    if reasons & _RATE_REASONS:
+        return rate_limited("Google", retry_after_s=retry_after_s(response.headers.get("retry-after")))
+    if reasons & {"insufficientPermissions"} or "insufficient" in response.text.lower():
         return TokenExpired(
             "The Google link is missing a permission. Ask the person to link Google again and keep every box ticked."
         )
+    if reasons & {"domainPolicy"}:
+        return NotAllowed("The person's Google Workspace administrator does not allow this app; do not retry.")
     return None
 
 

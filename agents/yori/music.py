@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 VOLUME_MIN, VOLUME_MAX = 0, 100
-SEARCH_LIMIT_MAX = 20
+SEARCH_LIMIT_MAX = 10  # Spotify's search answers at most 10 per type (docs/integrations.md)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,18 +2,20 @@
 
 Tokens come from the person's link (refreshed by `AccessTokens`); Spotify's error
 reasons become the agents' hints: `PREMIUM_REQUIRED`, `NO_ACTIVE_DEVICE`, 429 rate
-limits and revoked tokens. Responses are read defensively: a missing field is an empty
-value, never a crash.
+limits (with the wait Spotify asks for), a playlist the person only follows, and revoked
+tokens. Responses are read defensively: a missing field is an empty value, never a crash.
+The calls, their limits and what each error becomes are in docs/integrations.md.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 
 from agents.errors import ToolError
-from agents.integrations.hints import InputInvalid, NoActiveDevice, PremiumRequired
+from agents.integrations.hints import InputInvalid, NoActiveDevice, NotAllowed, PremiumRequired
 from agents.integrations.vendor import BearerApi, TokenSource, error_body
 from agents.yori.music import (
     SEARCH_LIMIT_MAX,
@@ -27,6 +29,8 @@ from agents.yori.music import (
 )
 
 API_URL = "https://api.spotify.com/v1"
+PAGE_LIMIT_MAX = 50  # Spotify's most items per page for playlists and their items
+_PLAYLIST_ITEMS = re.compile(r"/playlists/[^/]+/items$")
 
 
 def _refine(response: httpx.Response) -> ToolError | None:
@@ -35,6 +39,13 @@ def _refine(response: httpx.Response) -> ToolError | None:
         return PremiumRequired("Playback control needs Spotify Premium; do not retry or work around it.")
     if reason == "NO_ACTIVE_DEVICE":
         return NoActiveDevice("No device is active. Call my_devices and play again with one of their ids.")
+    if response.status_code == 403 and _PLAYLIST_ITEMS.search(response.request.url.path):
+        # Spotify lists the items only of playlists the person owns or collaborates on.
+        return NotAllowed(
+            "Spotify shows the tracks only of playlists the person made or collaborates on, not ones they follow, "
+            "though it can still play the whole playlist; do not retry playlist_tracks, call play with the "
+            "playlist's uri as context_uri."
+        )
     return None
 
 
@@ -78,13 +89,13 @@ class SpotifyMusic:
         return [_track(t) for t in (body.get("tracks") or {}).get("items", []) if isinstance(t, dict)]
 
     async def my_playlists(self, *, person_id: str) -> list[Playlist]:
-        body = await self._get("/me/playlists", person_id, limit=50)
+        body = await self._get("/me/playlists", person_id, limit=PAGE_LIMIT_MAX)
         return [
             Playlist(
                 id=str(p.get("id", "")),
                 name=str(p.get("name", "")),
                 description=str(p.get("description") or ""),
-                total=int(((p.get("tracks") or p.get("items") or {}).get("total", 0)) or 0),
+                total=int(((p.get("items") or p.get("tracks") or {}).get("total", 0)) or 0),
                 uri=str(p.get("uri", "")),
             )
             for p in body.get("items", [])
@@ -93,8 +104,10 @@ class SpotifyMusic:
 
     async def playlist_tracks(self, *, person_id: str, playlist_id: str) -> list[Track]:
         ident = playlist_id_of(playlist_id) or playlist_id
-        body = await self._get(f"/playlists/{ident}/tracks", person_id, limit=50)
-        items = [i.get("track") or i.get("item") for i in body.get("items", []) if isinstance(i, dict)]
+        # `/items` and each entry's `item`: the names Spotify's reference keeps; `/tracks` and
+        # `track` are deprecated there (docs/integrations.md).
+        body = await self._get(f"/playlists/{ident}/items", person_id, limit=PAGE_LIMIT_MAX)
+        items = [i.get("item") or i.get("track") for i in body.get("items", []) if isinstance(i, dict)]
         return [_track(t) for t in items if isinstance(t, dict) and t.get("type", "track") == "track"]
 
     async def now_playing(self, *, person_id: str) -> NowPlaying:

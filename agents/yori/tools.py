@@ -125,7 +125,9 @@ SPECS: tuple[ToolSpec, ...] = (
         "search_tracks",
         'Search the music library for tracks by name, artist, album or genre (e.g. "jazz"). '
         "Returns tracks with their uri, which is what play takes. Never guess a uri.",
-        object_schema({"query": _STRING, "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, ("query",)),
+        object_schema(
+            {"query": _STRING, "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT_MAX}}, ("query",)
+        ),
     ),
     ToolSpec("my_playlists", "List the person's playlists with their id, uri and track count.", _NONE),
     ToolSpec(

@@ -33,11 +33,17 @@ from agents.zee.home import Command, CommandInvalid, Device, DeviceNotFound
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _EARLY_S = 60
-# Tuya's codes for an access token that is invalid or expired; the call is retried once.
+# Tuya's documented codes, grouped by what they mean for the person (docs/integrations.md).
+# An access token that is invalid or expired: renewed, and the call retried once.
 _TOKEN_CODES = frozenset({1010, 1011, 1012})
-_COMMAND_CODES = frozenset({2008, 2009, 501})
-_DENIED_CODES = frozenset({1106, 2017})
-_RATE_CODES = frozenset({1100, 40000309})
+# A request missing or misstating a parameter ("param is empty", "params range invalid",
+# "param is null", "commands issue error", "param is illegal"), or a command or value the
+# device does not support: the model's input, never worth retrying as is.
+_INPUT_CODES = frozenset({1100, 1101, 1102, 1103, 1109})
+_COMMAND_CODES = frozenset({2008, 2009})
+_DENIED_CODES = frozenset({1106})
+# "concurrent request over limit" and "requests too frequent": Tuya's rate limits.
+_RATE_CODES = frozenset({1110, 1199})
 _GANG = re.compile(r"^switch_\d+$")
 _GANGED_MAX = 20  # channel names are fetched for at most this many multi-gang devices per listing
 
@@ -155,6 +161,8 @@ class TuyaHome:
                 continue
             if code in _RATE_CODES:
                 raise rate_limited("Tuya")
+            if code in _INPUT_CODES:
+                raise CommandInvalid(f"Tuya refused the request as incomplete: {str(payload.get('msg', ''))[:200]}")
             if code in _COMMAND_CODES:
                 raise CommandInvalid(f"Tuya refused the command: {str(payload.get('msg', ''))[:200]}")
             if code in _DENIED_CODES:

@@ -10,10 +10,12 @@ import asyncpg
 import pytest
 
 from agents import Command, SandboxHome, SmartHome
+from agents.integrations.hints import RateLimited, VendorUnavailable
 from agents.zee.home import CommandInvalid, DeviceNotFound
 from agents.zee.tuya import TuyaHome
 from tests.fakes.linked import client_for
 from tests.fakes.vendors import FakeTuya
+from tests.specs.tuya import TUYA
 
 TUYA_URL = "https://openapi.tuyaus.com"
 
@@ -45,6 +47,7 @@ async def home(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncItera
     async with client_for(fake) as http:
         yield tuya_home(fake, http)
         assert fake.bad_signatures == 0
+        assert fake.violations == []  # every call and answer as Tuya's reference has it
 
 
 async def test_a_home_lists_devices_with_status(home: SmartHome) -> None:
@@ -116,3 +119,78 @@ async def test_tuya_reaches_only_the_persons_own_devices_and_renews_its_token() 
         with pytest.raises(NotLinked):
             await home.list_devices(person_id="usr_3")
     assert fake.bad_signatures == 0
+
+
+async def test_an_empty_command_list_is_refused(home: SmartHome) -> None:
+    light = next(d for d in await home.list_devices(person_id="usr_1") if d.category == "dj")
+    with pytest.raises(CommandInvalid):
+        await home.send_commands(person_id="usr_1", device_id=light.id, commands=[])
+
+
+async def test_every_tuya_call_is_one_the_reference_allows() -> None:
+    fake = FakeTuya()
+    async with client_for(fake) as http:
+        home = tuya_home(fake, http)
+        light = next(d for d in await home.list_devices(person_id="usr_1") if d.category == "dj")
+        await home.send_commands(person_id="usr_1", device_id=light.id, commands=[Command("bright_value", 700)])
+        await home.device_status(person_id="usr_1", device_id=light.id)
+        fake.expire_tokens()  # 1010: renewed by the refresh token
+        await home.list_devices(person_id="usr_1")
+    assert fake.violations == [] and fake.bad_signatures == 0
+    assert fake.checker.called == {e.name for e in TUYA.endpoints}
+
+
+async def test_tuya_refuses_an_empty_command_list_as_param_is_empty() -> None:
+    """What Tuya answers when the list is empty (1100), read as bad input, not a rate limit."""
+    fake = FakeTuya()
+    async with client_for(fake) as http:
+        home = tuya_home(fake, http)
+        light = next(d for d in await home.list_devices(person_id="usr_1") if d.category == "dj")
+        with pytest.raises(CommandInvalid, match="param is empty"):
+            await home._call("POST", f"/v1.0/devices/{light.id}/commands", body={"commands": []})
+    assert fake.violations == [f"Tuya POST /v1.0/devices/{light.id}/commands: body.commands: fewer than 1 items"], (
+        "the checker sees the empty list the adapter itself never sends"
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        (1100, CommandInvalid),
+        (1101, CommandInvalid),
+        (1102, CommandInvalid),
+        (1103, CommandInvalid),
+        (1109, CommandInvalid),
+        (2008, CommandInvalid),
+        (2009, CommandInvalid),
+        (1106, DeviceNotFound),
+        (1110, RateLimited),
+        (1199, RateLimited),
+        (500, VendorUnavailable),
+        (1004, VendorUnavailable),
+        (1013, VendorUnavailable),
+        (1111, VendorUnavailable),
+    ],
+)
+async def test_each_documented_tuya_code_becomes_its_hint(code: int, hint: type[Exception]) -> None:
+    fake = FakeTuya()
+    async with client_for(fake) as http:
+        home = tuya_home(fake, http)
+        fake.failing = code
+        with pytest.raises(hint):
+            await home.list_devices(person_id="usr_1")
+    assert fake.violations == []
+
+
+@pytest.mark.parametrize("code", [1010, 1011, 1012])
+async def test_a_refused_token_is_renewed_once_then_given_up(code: int) -> None:
+    fake = FakeTuya()
+    async with client_for(fake) as http:
+        home = tuya_home(fake, http)
+        await home.list_devices(person_id="usr_1")
+        granted = len(fake.tokens)
+        fake.failing = code
+        with pytest.raises(VendorUnavailable):
+            await home.list_devices(person_id="usr_1")
+        assert len(fake.tokens) == granted + 1, "one renewal, one retry, no loop"
+    assert fake.violations == []

@@ -11,12 +11,23 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 
-from agents.integrations.hints import InputInvalid, NotLinked, TokenExpired
+from agents.integrations.hints import (
+    InputInvalid,
+    NotAllowed,
+    NotFound,
+    NotLinked,
+    RateLimited,
+    TokenExpired,
+    VendorUnavailable,
+)
+from agents.integrations.oauth import OAuthClient
+from agents.rafal.agent import GOOGLE as GOOGLE_OAUTH
 from agents.rafal.google import GoogleWorkspace
 from agents.rafal.sandbox import SandboxWorkspace
-from agents.rafal.workspace import Workspace
+from agents.rafal.workspace import CONTACTS_LIMIT_MAX, EVENTS_LIMIT_MAX, MESSAGES_LIMIT_MAX, Workspace
 from tests.fakes.linked import client_for, linked_tokens
 from tests.fakes.vendors import FakeGoogle
+from tests.specs.google import GOOGLE
 
 ZONE = ZoneInfo("Asia/Jakarta")
 
@@ -29,6 +40,7 @@ async def workspace(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> Async
     fake = FakeGoogle()
     async with client_for(fake) as http:
         yield GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+    assert fake.violations == []  # every call and answer as the vendor's reference has it
 
 
 async def test_todays_inbox_is_read_with_gmail_syntax(workspace: Workspace) -> None:
@@ -115,3 +127,92 @@ async def test_google_link_problems_become_hints(pool: asyncpg.Pool) -> None:
         fake.oauth.refresh.clear()  # the person revoked access at Google
         with pytest.raises(TokenExpired):
             await workspace.list_contacts(person_id="usr_1", limit=5, zone=ZONE)
+
+
+async def test_every_google_call_is_one_the_reference_allows(pool: asyncpg.Pool) -> None:
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        tokens = await linked_tokens(pool, http, fake.oauth, google=True)
+        workspace = GoogleWorkspace(http=http, tokens=tokens)
+        for query in ("in:inbox is:unread newer_than:2w", 'from:sari subject:"dinner" -in:sent', "after:2026/12/01"):
+            await workspace.read_messages(person_id="usr_1", query=query, limit=MESSAGES_LIMIT_MAX, zone=ZONE)
+        await workspace.send_email(person_id="usr_1", to="budi@example.com", subject="Hi", body="Hello", zone=ZONE)
+        start = datetime.now(ZONE) + timedelta(days=1)
+        await workspace.add_event(
+            person_id="usr_1",
+            summary="Lunch",
+            start=start,
+            end=start + timedelta(hours=1),
+            description="",
+            location="",
+            guests=["sari@example.com"],
+            zone=ZONE,
+        )
+        await workspace.list_events(
+            person_id="usr_1", time_min=start, time_max=None, query="Lunch", limit=EVENTS_LIMIT_MAX, zone=ZONE
+        )
+        await workspace.list_contacts(person_id="usr_1", limit=CONTACTS_LIMIT_MAX, zone=ZONE)
+        await workspace.add_contact(person_id="usr_1", name="Dewi", emails=[], phones=["+62811"], zone=ZONE)
+        client = OAuthClient(
+            GOOGLE_OAUTH,
+            client_id=fake.oauth.client_id,
+            client_secret=fake.oauth.client_secret,
+            redirect_uri="http://t/cb",
+            http=http,
+        )
+        assert await client.revoke(next(iter(fake.oauth.refresh)))
+    assert fake.violations == []
+    assert fake.checker.called == {e.name for e in GOOGLE.endpoints}
+
+
+async def test_a_dropped_date_filter_would_fail_the_suite(pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake's mail spans days, so an adapter that lost `after:` lists last week's mail."""
+    import agents.rafal.google
+
+    def dropping(query: str, **_: object) -> str:
+        return " ".join(t for t in query.split() if not t.startswith("after:"))
+
+    monkeypatch.setattr(agents.rafal.google, "to_gmail", dropping)
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        workspace = GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+        today = datetime.now(ZONE).strftime("%Y/%m/%d")
+        mail = await workspace.read_messages(person_id="usr_1", query=f"in:inbox after:{today}", limit=10, zone=ZONE)
+    assert any(m.date.astimezone(ZONE).date() != datetime.now(ZONE).date() for m in mail)
+
+
+async def test_an_unknown_search_term_is_outside_the_reference(pool: asyncpg.Pool) -> None:
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        workspace = GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+        assert await workspace.read_messages(person_id="usr_1", query="sender:sari", limit=10, zone=ZONE) == []
+        assert await workspace.read_messages(person_id="usr_1", query="invoice", limit=10, zone=ZONE)
+    assert [v for v in fake.violations if "sender: is not a Gmail search operator" in v]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "hint"),
+    [
+        (400, "", InputInvalid),
+        (403, "rateLimitExceeded", RateLimited),
+        (403, "userRateLimitExceeded", RateLimited),
+        (403, "dailyLimitExceeded", RateLimited),
+        (403, "quotaExceeded", RateLimited),
+        (403, "insufficientPermissions", TokenExpired),
+        (403, "domainPolicy", NotAllowed),
+        (404, "", NotFound),
+        (429, "rateLimitExceeded", RateLimited),
+        (500, "", VendorUnavailable),
+        (503, "", VendorUnavailable),
+    ],
+)
+async def test_each_documented_google_error_becomes_its_hint(
+    pool: asyncpg.Pool, status: int, reason: str, hint: type[Exception]
+) -> None:
+    fake = FakeGoogle()
+    async with client_for(fake) as http:
+        workspace = GoogleWorkspace(http=http, tokens=await linked_tokens(pool, http, fake.oauth, google=True))
+        fake.failing = (status, reason)
+        with pytest.raises(hint):
+            await workspace.list_contacts(person_id="usr_1", limit=5, zone=ZONE)
+    assert fake.violations == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,11 @@ class Vendors:
 
 
 @pytest.fixture
-def vendors() -> Vendors:
-    return Vendors()
+def vendors() -> Iterator[Vendors]:
+    v = Vendors()
+    yield v
+    # Every call the server made, and every answer, as the vendors' references have them.
+    assert v.google.violations + v.spotify.violations + v.tuya.violations == []
 
 
 @pytest.fixture
@@ -214,6 +217,16 @@ async def test_yori_plays_on_spotify_once_linked(live: App, vendors: Vendors) ->
     assert vendors.spotify.players["acct-spotify"].playing
     response = await live.client.delete("/v1/integrations/spotify/connection", headers=headers)
     assert response.json()["revoked_upstream"] is False, "Spotify offers no revocation; the link is forgotten"
+
+
+async def test_spotify_asking_to_wait_is_said_with_its_own_wait(live: App, vendors: Vendors) -> None:
+    headers = await live.sign_in()
+    state, _ = await auth_state(live, headers, "spotify")
+    code = vendors.spotify.oauth.grant_code("acct-spotify")
+    await live.client.post("/v1/integrations/spotify/connection", json={"code": code, "state": state}, headers=headers)
+    vendors.spotify.busy, vendors.spotify.retry_after_s = True, 150
+    reply = (await live.say(headers, "@yori play some jazz")).json()["messages"][-1]["text"]
+    assert "in 3 minutes" in reply, reply
 
 
 async def test_tuya_links_by_account_id_and_zee_goes_live(live: App, vendors: Vendors) -> None:

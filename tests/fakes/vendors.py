@@ -5,6 +5,12 @@ Web API, Gmail/Calendar/People, Tuya OpenAPI, and the OAuth token endpoints), in
 their error bodies (`NO_ACTIVE_DEVICE`, `invalid_grant`, Tuya's `success: false`). The
 Tuya fake checks every request's signature; the OAuth fakes check client credentials.
 They are small on purpose: just enough of each API for the contract suites.
+
+Each fake is held to our restatement of its vendor's reference (tests/specs/): every
+request it receives and every answer it gives is checked, and what the reference does not
+allow collects in `violations`, which the contract suites require to be empty. Where the
+vendor refuses a request (a search limit over 10, a deprecated path, an empty command
+list, an unknown Gmail operator), the fake refuses it the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from urllib.parse import parse_qs
 import httpx
 
 from agents.zee.tuya import canonical_url, sign
+from tests.specs.checker import Checker
+from tests.specs.google import GMAIL_OPERATORS, GOOGLE
+from tests.specs.spotify import SEARCH_LIMIT_MAX, SPOTIFY
+from tests.specs.tuya import ERROR_CODES, TUYA
 
 _ids = itertools.count(1)
 
@@ -48,6 +58,7 @@ class FakeOAuth:
     revoked: list[str] = field(default_factory=list)
     scope: str = ""
     rotate: bool = False  # hand out a new refresh token on every refresh (Spotify may)
+    retry_after_s: int | None = None  # answer the token endpoint with 429 and this wait
 
     def grant_code(self, account: str) -> str:
         code = f"code-{account}-{next(_ids)}"
@@ -67,6 +78,10 @@ class FakeOAuth:
 
     def token(self, request: httpx.Request) -> httpx.Response:
         form = _form(request)
+        if self.retry_after_s is not None:
+            return httpx.Response(
+                429, headers={"Retry-After": str(self.retry_after_s)}, json={"error": "rate_limit_exceeded"}
+            )
         if not self._client_ok(request, form):
             return _json(401, {"error": "invalid_client"})
         if form.get("grant_type") == "authorization_code":
@@ -126,6 +141,19 @@ def _sp_track(t: tuple[str, str, str, str]) -> dict[str, Any]:
     }
 
 
+def _page(request: httpx.Request, items: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+    """Spotify's paging object around the first `limit` items."""
+    return {
+        "href": str(request.url),
+        "items": items[:limit],
+        "limit": limit,
+        "next": None,
+        "offset": 0,
+        "previous": None,
+        "total": len(items),
+    }
+
+
 @dataclass
 class _Player:
     devices: list[dict[str, Any]]
@@ -148,6 +176,14 @@ class FakeSpotify:
         self.players: dict[str, _Player] = {}
         self.free_accounts: set[str] = set()
         self.busy = False  # answer every API call with 429, as Spotify does when rate limiting
+        self.retry_after_s = 30  # the wait a 429 names
+        self.failing: int | None = None  # answer every API call with this status, for the error tests
+        self.checker = Checker(SPOTIFY)
+        self.handler = self.checker.holding(self._answer)
+
+    @property
+    def violations(self) -> list[str]:
+        return self.checker.violations
 
     def _player(self, account: str) -> _Player:
         return self.players.setdefault(
@@ -167,7 +203,7 @@ class FakeSpotify:
             body["reason"] = reason
         return _json(status, {"error": body})
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
+    def _answer(self, request: httpx.Request) -> httpx.Response:
         if request.url.host == "accounts.spotify.com":
             return self.oauth.token(request)
         account = self.oauth.account_of(request)
@@ -176,31 +212,43 @@ class FakeSpotify:
         if self.busy:
             return httpx.Response(
                 429,
-                headers={"Retry-After": "30"},
+                headers={"Retry-After": str(self.retry_after_s)},
                 json={"error": {"status": 429, "message": "API rate limit exceeded"}},
             )
+        if self.failing is not None:
+            return self._error(self.failing, "Failing on purpose")
         path, method, p = request.url.path.removeprefix("/v1"), request.method, self._player(account)
+        params = request.url.params
         if path == "/search":
-            words = request.url.params.get("q", "").lower().split()
+            limit = int(params.get("limit", 5))
+            if not 0 <= limit <= SEARCH_LIMIT_MAX or not params.get("q"):
+                return self._error(400, "Invalid limit" if params.get("q") else "No search query")
+            words = params.get("q", "").lower().split()
             found = [_sp_track(t) for t in _SPOTIFY_TRACKS if all(w in " ".join(t).lower() for w in words)]
-            return _json(200, {"tracks": {"items": found[: int(request.url.params.get("limit", 20))]}})
+            return _json(200, {"tracks": _page(request, found, limit)})
         if path == "/me/playlists":
-            return _json(
-                200,
+            playlists = [
                 {
-                    "items": [
-                        {
-                            "id": "fkpl1",
-                            "name": "Late Jazz",
-                            "description": "",
-                            "uri": "spotify:playlist:fkpl1",
-                            "tracks": {"total": 3},
-                        }
-                    ]
-                },
-            )
-        if path == "/playlists/fkpl1/tracks":
-            return _json(200, {"items": [{"track": _sp_track(t)} for t in _SPOTIFY_TRACKS[:3]]})
+                    "id": ident,
+                    "name": name,
+                    "description": "",
+                    "uri": f"spotify:playlist:{ident}",
+                    "type": "playlist",
+                    "items": {"href": f"https://api.spotify.com/v1/playlists/{ident}/items", "total": total},
+                }
+                for ident, name, total in (("fkpl1", "Late Jazz", 3), ("fkpl2", "Someone Else's Mix", 2))
+            ]
+            return _json(200, _page(request, playlists, int(params.get("limit", 20))))
+        if path == "/playlists/fkpl1/items":
+            items = [
+                {"added_at": "2026-01-01T00:00:00Z", "is_local": False, "item": _sp_track(t)}
+                for t in _SPOTIFY_TRACKS[:3]
+            ]
+            return _json(200, _page(request, items, int(params.get("limit", 20))))
+        if re.fullmatch(r"/playlists/[^/]+/tracks", path) or path == "/playlists/fkpl2/items":
+            # The deprecated path answers 403 for apps in development mode; the items of a
+            # playlist the person only follows answer 403 (the reference says so).
+            return self._error(403, "Forbidden")
         if path.startswith("/playlists/"):
             return self._error(404, "Resource not found")
         if path == "/me/player/devices":
@@ -242,9 +290,10 @@ class FakeSpotify:
             body = json.loads(request.content) if request.content else {}
             ids = [t[0] for t in _SPOTIFY_TRACKS]
             if "context_uri" in body:
-                if body["context_uri"] != "spotify:playlist:fkpl1":
+                contexts = {"spotify:playlist:fkpl1": ids[:3], "spotify:playlist:fkpl2": ids[3:5]}
+                if body["context_uri"] not in contexts:
                     return self._error(404, "Context not found")
-                p.queue, p.context = ids[:3], body["context_uri"]
+                p.queue, p.context = contexts[body["context_uri"]], body["context_uri"]
                 offset = (body.get("offset") or {}).get("uri", "")
                 p.position = p.queue.index(offset.rsplit(":", 1)[-1]) if offset else 0
             elif "uris" in body:
@@ -302,10 +351,18 @@ class FakeGoogle:
             ),
         )
         self.accounts: dict[str, _Workspace] = {}
+        self.failing: tuple[int, str] | None = None  # answer every API call with (status, reason)
+        self.checker = Checker(GOOGLE)
+        self.handler = self.checker.holding(self._answer)
+
+    @property
+    def violations(self) -> list[str]:
+        return self.checker.violations
 
     def _account(self, account: str) -> _Workspace:
         if account not in self.accounts:
             now = datetime.now(UTC)
+            # Mail across days: an adapter that dropped a date filter would list the old mail.
             self.accounts[account] = _Workspace(
                 mail=[
                     self._message(
@@ -313,9 +370,25 @@ class FakeGoogle:
                         "me@example.com",
                         "Dinner this week?",
                         "Free on Friday?",
-                        now - timedelta(minutes=30),
+                        now - timedelta(minutes=1),
                         ["INBOX", "UNREAD"],
-                    )
+                    ),
+                    self._message(
+                        "Sari Wulandari <sari@example.com>",
+                        "me@example.com",
+                        "Photos from the weekend",
+                        "Here they are.",
+                        now - timedelta(days=2),
+                        ["INBOX"],
+                    ),
+                    self._message(
+                        "Billing <billing@example.com>",
+                        "me@example.com",
+                        "Your invoice",
+                        "Paid, thank you.",
+                        now - timedelta(days=9),
+                        ["INBOX"],
+                    ),
                 ],
                 contacts=[
                     {
@@ -355,10 +428,21 @@ class FakeGoogle:
             },
         }
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
+    @staticmethod
+    def error(status: int, message: str, reason: str | None = None) -> httpx.Response:
+        """Google's error envelope (with the legacy `errors` list where a reason is given)."""
+        names = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED"}
+        error: dict[str, Any] = {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}
+        if reason:
+            error["errors"] = [{"domain": "usageLimits", "reason": reason, "message": message}]
+        return _json(status, {"error": error})
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
         host, path = request.url.host, request.url.path
         if host == "oauth2.googleapis.com":
             return self.oauth.revoke(request) if path == "/revoke" else self.oauth.token(request)
+        if self.failing is not None:
+            return self.error(self.failing[0], "Failing on purpose", self.failing[1] or None)
         account = self.oauth.account_of(request)
         if account is None:
             return _json(
@@ -405,16 +489,33 @@ class FakeGoogle:
 
     @staticmethod
     def _matches(message: dict[str, Any], query: str) -> bool:
+        """Gmail's reading of a query, for the terms the fake knows; like Gmail, a `word:value`
+        that is not an operator is text to find (so it finds nothing here), and every
+        other operator Gmail documents but the fake does not model matches nothing."""
         headers = {h["name"].lower(): h["value"].lower() for h in message["payload"]["headers"]}
-        for term in query.split():
-            key, _, value = term.partition(":")
-            if key == "in" and value.upper() not in message["labelIds"]:
-                return False
-            if key == "from" and value.lower() not in headers["from"]:
-                return False
-            if key == "after" and int(message["internalDate"]) // 1000 < int(value):
-                return False
-            if key == "before" and int(message["internalDate"]) // 1000 >= int(value):
+        text = " ".join([*headers.values(), message["snippet"].lower()])
+        seconds = int(message["internalDate"]) // 1000
+        labels = set(message["labelIds"])
+        for match in re.finditer(r'(-?)(?:(\w+):("[^"]*"|\S+)|"([^"]*)"|(\S+))', query):
+            negated, key, value, phrase, word = match.groups()
+            value = (value or "").strip('"').lower()
+            if key is None:
+                found = (phrase if phrase is not None else word or "").lower() in text
+            elif key.lower() not in GMAIL_OPERATORS:
+                found = f"{key}:{value}".lower() in text
+            elif key == "in":
+                found = value in ("anywhere", "all") or value.upper() in labels
+            elif key == "is" and value in ("unread", "read"):
+                found = ("UNREAD" in labels) == (value == "unread")
+            elif key in ("from", "to", "subject"):
+                found = value in headers.get(key, "")
+            elif key == "after" and value.isdigit():
+                found = seconds >= int(value)
+            elif key == "before" and value.isdigit():
+                found = seconds < int(value)
+            else:
+                found = False
+            if found == bool(negated):
                 return False
         return True
 
@@ -424,7 +525,13 @@ class FakeGoogle:
             start, end = (datetime.fromisoformat(body[k]["dateTime"]) for k in ("start", "end"))
             if end <= start:
                 return _json(400, {"error": {"code": 400, "message": "The specified time range is empty."}})
-            event = {**body, "id": f"ev{next(_ids)}", "htmlLink": "https://calendar.google.com/event?eid=x"}
+            event = {
+                **body,
+                "kind": "calendar#event",
+                "status": "confirmed",
+                "id": f"ev{next(_ids)}",
+                "htmlLink": "https://calendar.google.com/event?eid=x",
+            }
             ws.events.append(event)
             return _json(200, event)
         params = request.url.params
@@ -473,6 +580,13 @@ class FakeTuya:
         self.refresh_tokens: set[str] = set()
         self.devices: dict[str, list[dict[str, Any]]] = {}  # uid -> devices
         self.bad_signatures = 0
+        self.failing: int | None = None  # answer every business call with this error code
+        self.checker = Checker(TUYA)
+        self.handler = self.checker.holding(self._answer)
+
+    @property
+    def violations(self) -> list[str]:
+        return self.checker.violations
 
     def user(self, uid: str) -> None:
         self.devices[uid] = [
@@ -517,7 +631,7 @@ class FakeTuya:
     def _ok(result: Any) -> httpx.Response:
         return _json(200, {"success": True, "result": result, "t": 1})
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
+    def _answer(self, request: httpx.Request) -> httpx.Response:
         h = request.headers
         token = h.get("access_token", "")
         url = canonical_url(request.url.path, dict(request.url.params))
@@ -537,13 +651,15 @@ class FakeTuya:
         path = request.url.path
         if path == "/v1.0/token" or path.startswith("/v1.0/token/"):
             if path != "/v1.0/token" and path.rsplit("/", 1)[-1] not in self.refresh_tokens:
-                return self._fail(1012, "refresh token invalid")
+                return self._fail(1012, "token status is invalid")
             access, refresh = f"tat{next(_ids)}", f"trt{next(_ids)}"
             self.tokens.add(access)
             self.refresh_tokens.add(refresh)
             return self._ok({"access_token": access, "expire_time": 7200, "refresh_token": refresh, "uid": "proj"})
         if token not in self.tokens:
-            return self._fail(1010, "token invalid")
+            return self._fail(1010, "token is expired")
+        if self.failing is not None:
+            return self._fail(self.failing, ERROR_CODES[self.failing])
         if match := re.fullmatch(r"/v1.0/users/(\w+)/devices", path):
             return self._ok(self.devices.get(match.group(1), []))
         device = next(
@@ -565,7 +681,9 @@ class FakeTuya:
     def _command(self, device: dict[str, Any], body: dict[str, Any]) -> httpx.Response:
         rules = _TUYA_RULES[device["category"]]
         change = {}
-        for command in body.get("commands", []):
+        if not body.get("commands"):
+            return self._fail(1100, "param is empty")  # Tuya refuses an empty or missing list
+        for command in body["commands"]:
             rule, value = rules.get(command.get("code")), command.get("value")
             if rule is bool:
                 ok = isinstance(value, bool)
