@@ -80,9 +80,10 @@ class Wallet:
     async def balance_micros(self, person_id: str) -> int:
         return await self._ledger.balance_micros(user_account(person_id))
 
-    async def guard(self, person_id: str) -> None:
-        """Raise `InsufficientBalance` when the person's balance is at or below zero."""
-        await guard(self._ledger, person_id=person_id)
+    async def guard(self, person_id: str) -> int:
+        """Raise `InsufficientBalance` when the person's balance is at or below zero;
+        otherwise return the balance."""
+        return await guard(self._ledger, person_id=person_id)
 
     async def has_balance(self, person_id: str) -> bool:
         try:
