@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from zoneinfo import ZoneInfo
 
 from agents import (
@@ -211,19 +211,19 @@ class _Recorder:
             if cost is not None and turn.unsettled_micros is not None:
                 turn.unsettled_micros -= cost
 
-        self._write(
-            lambda: self._wallet.charge_call(
-                person_id=turn.person.id,
-                run_id=run.id,
-                index=index,
-                agent=run.agent,
-                trigger=run.trigger,
-                model=model,
-                usage=spent,
-                announce=False,  # the turn announces the balance once, after its last charge
-            ),
-            then=written,
+        # In the outbox before the charge is queued: a charge the database cannot take now
+        # is still made, by the sweep, once it can (docs/money.md#charging).
+        call = self._wallet.called(
+            person_id=turn.person.id,
+            run_id=run.id,
+            index=index,
+            agent=run.agent,
+            trigger=run.trigger,
+            model=model,
+            usage=spent,
         )
+        # The turn announces the balance once, after its last charge.
+        self._write(lambda: self._wallet.charge(call, announce=False), then=written)
         self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
@@ -304,13 +304,18 @@ class Turns:
         start a few statements sooner. It is not told on a replay or when the turn fails
         before the lead agent has answered; the returned `spoken` is the same reply."""
         check_text(text)
-        if client_id is not None and await self._threads.by_client_id(person.id, client_id) is not None:
+        if client_id is not None and (first := await self._threads.by_client_id(person.id, client_id)) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
             # means waiting for that turn to end, so the answer is the whole turn (every
             # message and finished run), and an empty wallet since then is no 402.
             async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
                 earlier = await self._replay(person, client_id)
-            assert earlier is not None, "a message once written stays"
+                assert earlier is not None, "a message once written stays"
+                if not earlier.runs:
+                    # The first attempt wrote the message and was cut off before its run
+                    # began (the database went away): answered now, once, under the
+                    # thread, unless the sweep did first (chat.recovery).
+                    return await self._answer(person, first, zone, on_reply=on_reply)
             return earlier
         # What is known about the person is looked up on its own connection while the turn
         # waits for the thread and writes the message: it depends on nothing but the words.
@@ -338,13 +343,62 @@ class Turns:
                     facts_lookup=facts,
                     on_reply=on_reply if channel != "text" else None,
                 )
-                _, reply = await self._run(
-                    turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
-                )
-                await turn.books.settled()  # every run's end and charge, before the thread is let go
+                try:
+                    _, reply = await self._run(
+                        turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
+                    )
+                finally:
+                    # Every run's end and charge, before the thread is let go: also when the
+                    # turn failed (an outage), so the sweep never fails a run its books are
+                    # still ending (chat.recovery).
+                    await turn.books.settled()
         finally:
             if facts is not None and not facts.done():
                 facts.cancel()  # the turn never needed them (a replay, an error)
+        result = turn.result()
+        if channel == "text":
+            return result
+        return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
+
+    async def answer(self, person: Person, message_id: str, *, zone: ZoneInfo, wait_s: float) -> bool:
+        """Answer a message of the person's that no run answers (the sweep's: a turn cut
+        off between writing the message and starting its run); False when it has a run by
+        the time the thread is held (a retry answered it first), or is not there."""
+        async with self._threads.turn(person.id, wait_s=wait_s):
+            found = await self._threads.by_ids(person.id, [message_id])
+            if not found or found[0].author != "human" or await self._runs.of_origin(person.id, message_id):
+                return False
+            await self._answer(person, found[0], zone)
+        return True
+
+    async def _answer(
+        self,
+        person: Person,
+        message: Message,
+        zone: ZoneInfo,
+        *,
+        on_reply: Callable[[SpokenReply], None] | None = None,
+    ) -> TurnResult:
+        """Run the turn of a message written earlier, holding the thread. On an empty wallet
+        its run stops before its first model call with a reply of ours
+        (`insufficient_balance`), so the person sees why there is no answer."""
+        balance = await self._wallet.balance_micros(person.id)
+        await self._commit_lazily()
+        channel = cast(Channel, message.channel)  # the thread keeps only these
+        turn = self._begin(
+            person,
+            channel,
+            zone,
+            message,
+            balance_micros=balance,
+            on_reply=on_reply if channel != "text" else None,
+        )
+        try:
+            _, reply = await self._run(
+                turn, agent=AGENTS[route(message.text)], trigger="human", parent=None, trigger_message=message
+            )
+        finally:
+            await turn.books.settled()
         result = turn.result()
         if channel == "text":
             return result
