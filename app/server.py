@@ -26,7 +26,7 @@ import httpx
 from fastapi import FastAPI
 
 from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
-from app.database import build_database, build_listener, build_migrations, build_pool
+from app.database import build_database, build_listener, build_migrations, build_pool, supervise_database
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
 from app.model import build_model
@@ -149,6 +149,7 @@ async def bootstrap(
     stack.enter_context(installed_roster(settings.agent_packages))
     check_models(settings)
     dsn, embedded = await build_database(settings, stack)
+    supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
     lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
     if migrate_first:

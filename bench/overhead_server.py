@@ -632,6 +632,9 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         turns_concurrent_max=max(1, pool_max // 2),
         # Every person gets the most the setting allows, so no guard ever stops a turn.
         signup_grant_micros=10**15,
+        # The server's sweep runs at startup only: its passes would land in the traces (and
+        # it takes a connection the tracer reaches for), like the learning worker's.
+        sweep_interval_s=3600,
     )
     async with running(settings, model=InstantScript()) as (services, app):
         # Learning is background work off the reply's path: stopped here so it neither

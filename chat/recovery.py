@@ -71,8 +71,12 @@ async def fail_abandoned_runs(threads: Threads, runs: Runs, pool: asyncpg.Pool) 
     """Runs left `running` by a crash are failed, but only where no live turn holds the
     thread: another server process sharing the database may be running them right now."""
     failed = 0
+    # Read before the connection below is taken: one connection at a time, never two.
+    running = await runs.people_with_running()
+    if not running:
+        return 0
     async with pool.acquire() as conn:
-        for person_id in await runs.people_with_running():
+        for person_id in running:
             # A turn of this process may have lost the thread's lock with its connection
             # (an outage) and still be finishing its runs: left to it.
             if threads.busy(person_id):
