@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from agents import Model
+from ledger import REVENUE_ACCOUNT, Posting, TransactionSpec, user_account
 from settings import Settings
 from tests.conftest import App
 from tests.faults.outages import CuttingModel, billed_calls, settled
@@ -102,3 +103,36 @@ async def test_a_message_cut_off_before_its_run_is_answered_once(app: App, pool:
     recorded, costed, charges, gap = await billed_calls(pool, me)
     assert (recorded, costed, charges, gap) == (model.calls, model.calls, model.calls, 0)
     assert (await app.services.ledger.verify()).ok
+
+
+async def test_a_message_cut_off_on_an_empty_wallet_gets_a_visible_failure(
+    app: App, pool: asyncpg.Pool, model: Model
+) -> None:
+    assert isinstance(model, CuttingModel)
+    model.cut_after = set()
+    headers = await app.sign_in("Dewi")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    balance = await app.services.wallet.balance_micros(me)
+    await app.services.ledger.transact(
+        spec=TransactionSpec(
+            type="adjustment",
+            ref=f"test:empty:{me}",
+            postings=(Posting(user_account(me), -balance), Posting(REVENUE_ACCOUNT, balance)),
+            metadata={"reason": "test"},
+        )
+    )
+    calls_before = model.calls
+    await app.services.threads.append(me, author="human", text="hello Ava", channel="text", client_id="broke")
+
+    await settled(pool)  # the server's own sweep answers it
+
+    thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    assert [m["author"] for m in thread] == ["human", "ava"]
+    assert "wallet" in thread[-1]["text"].lower()
+    run = await pool.fetchrow("SELECT status, error_code, model_calls FROM runs WHERE person_id = $1", me)
+    assert run is not None and (run["status"], run["error_code"], run["model_calls"]) == (
+        "failed",
+        "insufficient_balance",
+        0,
+    )
+    assert model.calls == calls_before, "no model call on an empty wallet"

@@ -5,6 +5,7 @@ turns queue behind it and the wallet ends at most one model call past zero
 from __future__ import annotations
 
 import asyncio
+from zoneinfo import ZoneInfo
 
 import asyncpg
 
@@ -44,4 +45,34 @@ async def test_ninety_turns_at_once_end_at_most_one_call_past_zero(app: App, poo
         me,
     )
     assert unanswered == 0
+    assert (await app.services.ledger.verify()).ok
+
+
+async def test_text_turns_and_wake_notes_at_once_share_one_guard(app: App, pool: asyncpg.Pool) -> None:
+    """Two doors on one wallet: turns from the text API and Ava waking on notes queue on
+    the same thread lock, so together they still end at most one call past zero."""
+    headers = await app.sign_in("Wulan")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    person = await app.services.people.get(me)
+    assert person is not None
+    zone = ZoneInfo("Asia/Jakarta")
+
+    texts = [app.say(headers, TEXTS[i % len(TEXTS)]) for i in range(45)]
+    wakes = [
+        app.services.turns.wake(person, note_id=f"note-{i}", text="Remind Wulan to water the plants.", zone=zone)
+        for i in range(45)
+    ]
+    together = await asyncio.gather(asyncio.gather(*texts), asyncio.gather(*wakes))
+    responses, woken = together
+
+    assert {r.status_code for r in responses} <= {200, 402}
+    assert {w.outcome for w in woken} <= {"ran", "silent", "wallet_empty"}
+    assert "wallet_empty" in {w.outcome for w in woken} or 402 in {r.status_code for r in responses}
+    largest = await pool.fetchval(
+        """SELECT max(-e.amount_micros) FROM entries e JOIN transactions t ON t.id = e.transaction_id
+           WHERE e.account_id = $1 AND t.type = 'agent_call'""",
+        user_account(me),
+    )
+    balance = (await app.client.get("/v1/wallet", headers=headers)).json()["balance_micros"]
+    assert balance > -largest, (balance, largest)
     assert (await app.services.ledger.verify()).ok
