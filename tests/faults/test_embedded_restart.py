@@ -47,6 +47,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow_fault
 async def test_a_killed_postmaster_is_started_again_and_requests_succeed(state: Path) -> None:
     with server(state, "cli") as (process, url):
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:

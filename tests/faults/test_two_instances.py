@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PEOPLE = 6
 TURNS_EACH = 8
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow_fault]
 
 
 @contextlib.contextmanager
