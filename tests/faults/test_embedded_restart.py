@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
@@ -57,7 +58,16 @@ async def test_a_killed_postmaster_is_started_again_and_requests_succeed(state: 
             assert (await client.post("/v1/messages", json={"text": "hello"}, headers=headers)).status_code == 200
 
             killed = postmaster_pid(state)
+            burst = [
+                asyncio.create_task(
+                    client.post("/v1/messages", json={"text": "turn on the bedroom light"}, headers=headers)
+                )
+                for _ in range(12)
+            ]
+            await asyncio.sleep(0.05)  # mid-burst
             os.kill(killed, signal.SIGKILL)
+            cut = [r.status_code for r in await asyncio.gather(*burst)]
+            assert set(cut) <= {200, 503}, cut
             statuses: list[int] = []
             deadline = time.monotonic() + BACK_WITHIN_S
             while True:
@@ -71,11 +81,37 @@ async def test_a_killed_postmaster_is_started_again_and_requests_succeed(state: 
                 assert time.monotonic() < deadline, f"still {statuses[-1]} after {BACK_WITHIN_S} s"
                 await asyncio.sleep(0.5)
             assert process.poll() is None, "the server itself kept running"
+            await _settled_and_billed(state, statuses)
             assert postmaster_pid(state) != killed and alive(postmaster_pid(state))
             thread = (await client.get("/v1/messages", headers=headers)).json()["messages"]
             assert thread[-1]["author"] != "human", "the turn after the restart was answered"
         process.send_signal(signal.SIGTERM)
         assert exit_code(process, state) == 0
+
+
+async def _settled_and_billed(state: Path, statuses: list[int]) -> None:
+    """What the kill left, settled by the server's sweep, read from the database: no run
+    running, every recorded call charged once, every message with a run."""
+    url = f"postgresql://postgres@/postgres?host={state / 'pg'}"
+    conn = await asyncpg.connect(url)
+    try:
+        async with asyncio.timeout(60):
+            while True:
+                row = await conn.fetchrow(
+                    """SELECT (SELECT count(*) FROM runs WHERE status = 'running') AS running,
+                              (SELECT count(*) FROM run_calls WHERE cost_micros IS NULL) AS uncharged,
+                              (SELECT count(*) FROM messages m WHERE m.author = 'human' AND NOT EXISTS
+                                  (SELECT FROM runs r WHERE r.origin_message_id = m.id)) AS unanswered,
+                              (SELECT count(*) FROM run_calls) AS recorded,
+                              (SELECT count(*) FROM transactions WHERE type = 'agent_call') AS charges"""
+                )
+                assert row is not None
+                if (row["running"], row["uncharged"], row["unanswered"]) == (0, 0, 0):
+                    break
+                await asyncio.sleep(0.2)
+        assert row["recorded"] == row["charges"], dict(row)
+    finally:
+        await conn.close()
 
 
 class _Dead(EmbeddedPostgres):
