@@ -637,7 +637,10 @@ class Turns:
             explanation = wallet_empty_reply(exc.specialist, turn.channel)
             return explanation, ("insufficient_balance", "The wallet emptied before the handoff.")
         except _WalletEmptyMidRun:
-            return wallet_spent_reply(turn.channel), ("insufficient_balance", "The wallet emptied during the run.")
+            # The turn's first run says why; a run Ava handed on to stops silently, and
+            # Ava, whose next call is refused the same way, says it once for both.
+            said = wallet_spent_reply(turn.channel) if run.parent_run_id is None else ""
+            return said, ("insufficient_balance", "The wallet emptied during the run.")
         except RunLimitExceeded as exc:
             return "", ("run_limit_exceeded", str(exc))
         except ModelUnavailable:
