@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     # before the server stops anyway. A second signal stops at once.
     shutdown_grace_s: float = Field(default=30.0, gt=0, le=3600)
 
+    # How often the running server settles what an outage or a crash left: runs left
+    # running, calls not charged, messages no run answers (chat/recovery.py).
+    sweep_interval_s: float = Field(default=5.0, gt=0, le=3600)
+
     # Server-Sent Events: open streams per person, and the keep-alive comment interval.
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)

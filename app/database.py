@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
+from collections.abc import Callable
 
 import asyncpg
 
@@ -26,6 +29,42 @@ async def build_database(settings: Settings, stack: contextlib.AsyncExitStack) -
     # still let go of, and `stop` does nothing if there is nothing to stop.
     stack.callback(embedded.stop)
     return await asyncio.to_thread(embedded.start), embedded
+
+
+# The exit status of a server that lost its embedded PostgreSQL for good (README, "Two commands").
+EXIT_DATABASE_LOST = 3
+
+
+def _give_up(reason: str) -> None:
+    """One clear line, then exit non-zero at once: the process's supervisor (systemd,
+    Docker's restart policy, Kubernetes) starts a fresh one. No graceful stop: every
+    statement would fail against the missing database anyway."""
+    logging.getLogger("avagenc").critical("exiting: %s", reason)
+    for handler in logging.getLogger().handlers + logging.getLogger("avagenc").handlers:
+        handler.flush()
+    os._exit(EXIT_DATABASE_LOST)
+
+
+def supervise_database(
+    embedded: EmbeddedPostgres | None,
+    dsn: str,
+    stack: contextlib.AsyncExitStack,
+    *,
+    on_give_up: Callable[[str], None] = _give_up,
+) -> None:
+    """A serving process brings its embedded PostgreSQL back if it dies (database.embedded);
+    stopped before the server is (the stack closes in reverse). With DATABASE_URL the
+    database's own operator restarts it; meanwhile requests answer 503 with Retry-After."""
+    if embedded is None:
+        return
+    task = asyncio.create_task(embedded.supervise(url=dsn, on_give_up=on_give_up), name="embedded-postgres")
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
 
 
 async def build_pool(dsn: str, stack: contextlib.AsyncExitStack, *, size_max: int) -> asyncpg.Pool:

@@ -26,7 +26,7 @@ import httpx
 from fastapi import FastAPI
 
 from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
-from app.database import build_database, build_listener, build_migrations, build_pool
+from app.database import build_database, build_listener, build_migrations, build_pool, supervise_database
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
 from app.model import build_model
@@ -40,8 +40,10 @@ from chat import (
     EventLog,
     Forgetting,
     LocalTokens,
+    Outbox,
     People,
     Runs,
+    Sweeper,
     Threads,
     Turns,
     Wallet,
@@ -85,6 +87,8 @@ class Services:
     specialists: Specialists | None = None
     # The thread loading the offline speech models at startup, if one was started.
     preload: threading.Thread | None = None
+    # What settles an outage's leftovers while the server runs (chat.recovery).
+    sweeper: Sweeper | None = None
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
@@ -116,6 +120,18 @@ async def freeze_startup_heap(services: Services) -> None:
         gc.freeze()
 
 
+def start_sweeping(sweeper: Sweeper, stack: contextlib.AsyncExitStack) -> None:
+    """The sweep's loop for as long as the server serves; stopped first at shutdown."""
+    task = asyncio.create_task(sweeper.run(), name="sweep")
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
+
+
 async def bootstrap(
     settings: Settings,
     stack: contextlib.AsyncExitStack,
@@ -133,6 +149,7 @@ async def bootstrap(
     stack.enter_context(installed_roster(settings.agent_packages))
     check_models(settings)
     dsn, embedded = await build_database(settings, stack)
+    supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
     lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
     if migrate_first:
@@ -151,7 +168,11 @@ async def bootstrap(
     listener = await build_listener(dsn, stack)
     reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
     toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
-    ledger, wallet = build_ledger(settings, turn_pool, runs)
+    # Each model call's usage is kept on disk from its return until its charge is written;
+    # closed after the detached charges below have finished (chat.outbox).
+    outbox = Outbox(settings.avagenc_home / "outbox")
+    stack.callback(outbox.close)
+    ledger, wallet = build_ledger(settings, turn_pool, runs, outbox=outbox)
     turns = build_turns(
         settings,
         threads=threads,
@@ -166,9 +187,21 @@ async def bootstrap(
     # Turns and charges that outlived their requests finish before the listener and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = build_event_hub(listener)
-    await settle_crash(threads, runs, wallet, pool)
-    await start_learning(memory, hub, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
+    # The server's sweep: what a crash left, settled before serving; then, every few
+    # seconds, what an outage left while it serves (chat.recovery).
+    sweeper = Sweeper(
+        threads=threads,
+        runs=runs,
+        wallet=wallet,
+        turns=turns,
+        people=people,
+        pool=pool,
+        interval_s=settings.sweep_interval_s,
+    )
+    await settle_crash(sweeper)
+    start_sweeping(sweeper, stack)
+    await start_learning(memory, hub, stack)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     voice, speech, preload = build_voice(
         settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
@@ -210,6 +243,7 @@ async def bootstrap(
         adapters=adapters,
         specialists=specialists,
         preload=preload,
+        sweeper=sweeper,
     )
 
 

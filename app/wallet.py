@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncpg
 
-from chat import PostgresEvents, Runs, Wallet
+from chat import Outbox, PostgresEvents, Runs, Wallet
 from ledger import PostgresLedger, PriceBook, VoicePriceBook
 from settings import Settings
 
 
-def build_ledger(settings: Settings, pool: asyncpg.Pool, runs: Runs) -> tuple[PostgresLedger, Wallet]:
+def build_ledger(
+    settings: Settings, pool: asyncpg.Pool, runs: Runs, *, outbox: Outbox | None = None
+) -> tuple[PostgresLedger, Wallet]:
+    """`outbox`: where a serving process keeps its calls until they are charged (chat.outbox)."""
     ledger = PostgresLedger(pool)
     wallet = Wallet(
         ledger=ledger,
@@ -19,5 +22,6 @@ def build_ledger(settings: Settings, pool: asyncpg.Pool, runs: Runs) -> tuple[Po
         runs=runs,
         events=PostgresEvents(pool),
         signup_grant_micros=settings.signup_grant_micros,
+        outbox=outbox,
     )
     return ledger, wallet

@@ -262,8 +262,8 @@ class BaselineBody(BaseModel):
 class Baseline:
     """One turn's PostgreSQL work and nothing else: no routing, prompts, tool loop or models.
 
-    As in the product, the person and the wallet guard are read on pooled connections, and
-    everything the turn does while it holds the thread runs on the connection that holds
+    As in the product, the person is read on a pooled connection, and everything the turn
+    does while it holds the thread (the wallet guard first) runs on the connection that holds
     the lock (the knowledge lookup excepted: the product gives it a pool connection of its
     own, since a timeout may cut it short). Each step mirrors one product call, named in
     its comment; the driver's trace checks the match on every run. With `one_connection`
@@ -382,8 +382,9 @@ class _Work:
     async def turn(self, person_id: str, text: str) -> dict[str, Any]:
         if not await self._fetch(_PERSON_SQL, person_id):  # People.get
             raise HTTPException(401)
-        await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")  # Wallet.guard
         async with self._thread(person_id):
+            # Wallet.guard, under the thread lock (docs/money.md#the-guard): on the lock's connection.
+            await self._fetch(_BALANCE_SQL, f"user:{person_id}:IDR")
             messages, runs = await self._writes(person_id, text)
         # Turns.post: the response is what the turn wrote, not read back.
         return {"messages": [_jsonable(m) for m in messages], "runs": [_jsonable(r) for r in runs]}
@@ -631,6 +632,9 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         turns_concurrent_max=max(1, pool_max // 2),
         # Every person gets the most the setting allows, so no guard ever stops a turn.
         signup_grant_micros=10**15,
+        # The server's sweep runs at startup only: its passes would land in the traces (and
+        # it takes a connection the tracer reaches for), like the learning worker's.
+        sweep_interval_s=3600,
     )
     async with running(settings, model=InstantScript()) as (services, app):
         # Learning is background work off the reply's path: stopped here so it neither

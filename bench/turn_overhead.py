@@ -9,7 +9,7 @@ transactions with the same pool check-outs and per-person lock (the turn's state
 lock's connection, as the product runs them), written plainly; a trace of all kinds in every
 run proves they still match, so the gap is the product's code alone. A second baseline runs
 every statement on one connection per request, which prices the few check-outs left (the
-person, the wallet guard, the knowledge lookup); the target is measured against the first.
+person, the knowledge lookup); the target is measured against the first.
 
 The learning worker (chat.learning) is background work off the reply's path: it reads
 each new message into the knowledge graph after the turn. The bench server stops it, so

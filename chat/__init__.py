@@ -24,9 +24,10 @@ from chat.events import EventHub, EventLog
 from chat.forgetting import Forgetting, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
 from chat.learning import Learning
+from chat.outbox import Outbox
 from chat.people import People, Person
 from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
-from chat.recovery import settle_crash
+from chat.recovery import Sweeper, settle_crash
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
@@ -49,6 +50,7 @@ __all__ = [
     "LocalTokens",
     "Message",
     "NotFound",
+    "Outbox",
     "People",
     "PeopleStore",
     "Person",
@@ -57,6 +59,7 @@ __all__ = [
     "RunStore",
     "Runs",
     "SignInDisabled",
+    "Sweeper",
     "ThreadStore",
     "Threads",
     "TimeZoneInvalid",

@@ -198,11 +198,13 @@ class MemoryRuns:
         await self._events.publish(person_id, "run.started", run.as_json())
         return run
 
-    async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
+    async def record_call(
+        self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
+    ) -> datetime | None:
         run = self._runs.get(run_id)
-        assert run is not None, f"run {run_id} does not exist"
-        assert (run_id, index) not in self._calls, f"call {index} of run {run_id} was already recorded"
-        at = _now()
+        if run is None or (run_id, index) in self._calls:
+            return None
+        at = at or _now()
         self._calls[(run_id, index)] = _Call(self._owners[run_id], model, dict(usage), at)
         summed = dict(run.usage)
         for key, value in usage.items():
@@ -248,7 +250,8 @@ class MemoryRuns:
     ) -> Run:
         run = self._runs.get(run_id)
         assert run is not None, f"run {run_id} does not exist"
-        assert run.status == "running", f"run {run_id} was already finished"
+        if run.status != "running":
+            return run  # finished already (the sweep failed it): the first end stands
         finished = replace(run, status=status, error_code=error_code, error_detail=error_detail, finished_at=_now())
         self._runs[run_id] = finished
         await self._events.publish(self._owners[run_id], "run.finished", finished.as_json())

@@ -50,6 +50,8 @@ class ThreadStore(Protocol):
         page between turns as long as it hands out exactly what `page` would."""
         ...
 
+    async def by_ids(self, person_id: str, ids: Sequence[str]) -> list[Message]: ...
+
     async def by_client_id(self, person_id: str, client_id: str) -> Message | None: ...
 
     async def of_turn(self, person_id: str, origin_id: str, run_ids: Sequence[str]) -> list[Message]:
@@ -82,8 +84,11 @@ class RunStore(Protocol):
         channel: str,
     ) -> Run: ...
 
-    async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
-        """Keep one model call's usage (before it is charged); returns when it was recorded."""
+    async def record_call(
+        self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
+    ) -> datetime | None:
+        """Keep one model call's usage (before it is charged), as of `at` (default: now);
+        returns when it was recorded, or None when it was already, or its run is not there."""
         ...
 
     async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:

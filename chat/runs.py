@@ -38,11 +38,13 @@ WITH started AS (
 SELECT {_COLUMNS} FROM started
 """
 # One statement (one round trip, its own transaction): the call's row, and its usage added
-# to the run's. Nothing happens for a run that does not exist (no row comes back).
+# to the run's. Nothing happens for a run that does not exist, or a call already recorded
+# (a charge replayed from the outbox, chat.outbox): no row comes back.
 _RECORD_CALL_SQL = """
 WITH call AS (
-    INSERT INTO run_calls (run_id, idx, person_id, model, usage)
-    SELECT id, $2, person_id, $3, $4::jsonb FROM runs WHERE id = $1
+    INSERT INTO run_calls (run_id, idx, person_id, model, usage, at)
+    SELECT id, $2, person_id, $3, $4::jsonb, coalesce($5, clock_timestamp()) FROM runs WHERE id = $1
+    ON CONFLICT (run_id, idx) DO NOTHING
     RETURNING run_id, at
 ), bump AS (
     UPDATE runs SET model_calls = model_calls + 1, model = $3,
@@ -191,11 +193,13 @@ class Runs:
         assert row is not None
         return _run(row)
 
-    async def record_call(self, run_id: str, *, index: int, model: str, usage: dict[str, int]) -> datetime:
-        """Keep one model call's usage (before it is charged); returns when it was recorded."""
-        at = await self._pool.fetchval(_RECORD_CALL_SQL, run_id, index, model, usage)
-        assert isinstance(at, datetime), f"run {run_id} does not exist"
-        return at
+    async def record_call(
+        self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
+    ) -> datetime | None:
+        """Keep one model call's usage (before it is charged), as of `at` (default: now);
+        returns when it was recorded, or None when it was already, or its run is not there."""
+        recorded: datetime | None = await self._pool.fetchval(_RECORD_CALL_SQL, run_id, index, model, usage, at)
+        return recorded
 
     async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:
         """Mark a call charged and add its cost to the run (once, however often called)."""
@@ -216,8 +220,12 @@ class Runs:
     async def finish(
         self, run_id: str, *, status: str, error_code: str | None = None, error_detail: str | None = None
     ) -> Run:
+        """End a running run; a run ended already (the sweep failed it while an outage cut
+        its turn off from the thread, chat.recovery) keeps its first end, which is returned."""
         row = await self._pool.fetchrow(_FINISH_SQL, run_id, status, error_code, error_detail)
-        assert row is not None, f"run {run_id} was already finished"
+        if row is None:
+            row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM runs WHERE id = $1", run_id)
+            assert row is not None, f"run {run_id} does not exist"
         return _run(row)
 
     async def get(self, person_id: str, run_id: str) -> Run | None:

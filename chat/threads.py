@@ -17,6 +17,7 @@ holds instead of checking one out per statement (see database.pool.TurnPool).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -248,8 +249,10 @@ class Threads:
             finally:
                 # Shielded: a cancelled request must still give the thread back. (Were
                 # the unlock lost anyway, returning the connection to the pool resets it,
-                # which releases every advisory lock it held.)
-                await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
+                # which releases every advisory lock it held.) A connection the database
+                # lost took its session's locks with it: nothing to give back.
+                with contextlib.suppress(asyncpg.InterfaceError, asyncpg.ConnectionDoesNotExistError):
+                    await asyncio.shield(conn.execute(_UNLOCK_SQL, person_id))
         finally:
             await self._lock_pool.release(conn)
 

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from zoneinfo import ZoneInfo
 
 from agents import (
@@ -26,6 +26,8 @@ from agents import (
     Channel,
     Model,
     ModelError,
+    ModelRequest,
+    ModelResponse,
     ModelUnavailable,
     RunContext,
     RunLimitExceeded,
@@ -85,6 +87,12 @@ class TurnResult:
         return {"messages": [m.as_json() for m in self.messages], "runs": [r.as_json() for r in self.runs]}
 
 
+class _WalletEmptyMidRun(Exception):
+    """The turn's calls so far have used up what the wallet held when it began: the run
+    stops before its next model call (docs/money.md#the-guard), so a turn takes the
+    wallet at most one model call past zero."""
+
+
 class _WalletEmptyAtHandoff(Exception):
     """Ava tried to hand on but the wallet is empty: her run stops here, and she says why
     in a reply of our own, so no further model call is made (or charged) for it."""
@@ -92,6 +100,12 @@ class _WalletEmptyAtHandoff(Exception):
     def __init__(self, specialist: AgentSpec) -> None:
         super().__init__(f"the wallet is empty; {specialist.name} cannot run")
         self.specialist = specialist
+
+
+def wallet_spent_reply(channel: Channel) -> str:
+    """Our short reply when a run stops mid-way because the wallet ran out."""
+    text = "Your wallet just ran out, so I had to stop there. Top it up and ask me again."
+    return text if channel == "text" else f"{text} #guilty#"
 
 
 def wallet_empty_reply(specialist: AgentSpec, channel: Channel) -> str:
@@ -130,6 +144,11 @@ class _Turn:
     # What the charges queued on the books and not yet written will take from the wallet;
     # None once a call's cost could not be worked out (a handoff then waits for the books).
     unsettled_micros: int | None = 0
+    # The balance read under the thread lock when the turn began, and what its model calls
+    # have cost since (priced in process; None once a cost is unknown): before each model
+    # call the turn checks the first less the second is above zero (docs/money.md#the-guard).
+    balance_micros: int = 0
+    spent_micros: int | None = 0
     # On a call: told what the person will hear as soon as the lead agent has said it,
     # before the turn writes it down and settles its charges (None: told nothing early).
     on_reply: Callable[[SpokenReply], None] | None = None
@@ -186,29 +205,44 @@ class _Recorder:
             log.warning("run %s: the cost of call %d is unknown: %s", run.id, index, type(exc).__name__)
             cost = None
         turn.unsettled_micros = None if cost is None or turn.unsettled_micros is None else turn.unsettled_micros + cost
+        turn.spent_micros = None if cost is None or turn.spent_micros is None else turn.spent_micros + cost
 
         def written() -> None:
             if cost is not None and turn.unsettled_micros is not None:
                 turn.unsettled_micros -= cost
 
-        self._write(
-            lambda: self._wallet.charge_call(
-                person_id=turn.person.id,
-                run_id=run.id,
-                index=index,
-                agent=run.agent,
-                trigger=run.trigger,
-                model=model,
-                usage=spent,
-                announce=False,  # the turn announces the balance once, after its last charge
-            ),
-            then=written,
+        # In the outbox before the charge is queued: a charge the database cannot take now
+        # is still made, by the sweep, once it can (docs/money.md#charging).
+        call = self._wallet.called(
+            person_id=turn.person.id,
+            run_id=run.id,
+            index=index,
+            agent=run.agent,
+            trigger=run.trigger,
+            model=model,
+            usage=spent,
         )
+        # The turn announces the balance once, after its last charge.
+        self._write(lambda: self._wallet.charge(call, announce=False), then=written)
         self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         run_id = self._run.id
         self._write(lambda: self._runs.record_tool(run_id, name=name, args=args, result=result))
+
+
+class _Metered:
+    """The model as a turn's runs call it: each call asks first whether the wallet still
+    holds something (`Turns._may_call`), so a run stops before a call it could not pay for."""
+
+    def __init__(self, model: Model, may_call: Callable[[], Awaitable[bool]]) -> None:
+        self._model = model
+        self._may_call = may_call
+
+    async def generate(self, *, request: ModelRequest) -> ModelResponse:
+        if not await self._may_call():
+            raise _WalletEmptyMidRun("the wallet is empty")
+        return await self._model.generate(request=request)
 
 
 def check_text(text: str) -> str:
@@ -270,15 +304,19 @@ class Turns:
         start a few statements sooner. It is not told on a replay or when the turn fails
         before the lead agent has answered; the returned `spoken` is the same reply."""
         check_text(text)
-        if client_id is not None and await self._threads.by_client_id(person.id, client_id) is not None:
+        if client_id is not None and (first := await self._threads.by_client_id(person.id, client_id)) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
             # means waiting for that turn to end, so the answer is the whole turn (every
             # message and finished run), and an empty wallet since then is no 402.
             async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
                 earlier = await self._replay(person, client_id)
-            assert earlier is not None, "a message once written stays"
+                assert earlier is not None, "a message once written stays"
+                if not earlier.runs:
+                    # The first attempt wrote the message and was cut off before its run
+                    # began (the database went away): answered now, once, under the
+                    # thread, unless the sweep did first (chat.recovery).
+                    return await self._answer(person, first, zone, on_reply=on_reply)
             return earlier
-        await self._wallet.guard(person.id)  # 402 before anything is written
         # What is known about the person is looked up on its own connection while the turn
         # waits for the thread and writes the message: it depends on nothing but the words.
         facts = self._look_up_facts(person, text)
@@ -287,20 +325,80 @@ class Turns:
                 # Checked again under the lock: the first attempt may have just finished.
                 if client_id is not None and (earlier := await self._replay(person, client_id)) is not None:
                     return earlier
+                # The guard holds the thread, so the balance it reads already counts every
+                # earlier turn's charges (each settles its books before letting go) and no
+                # other turn of the person's spends until this one ends, on any door or
+                # process (docs/money.md#the-guard). 402 before anything is written.
+                balance = await self._wallet.guard(person.id)
                 message = await self._threads.append(
                     person.id, author="human", text=text, channel=channel, client_id=client_id
                 )
                 await self._commit_lazily()
                 turn = self._begin(
-                    person, channel, zone, message, facts_lookup=facts, on_reply=on_reply if channel != "text" else None
+                    person,
+                    channel,
+                    zone,
+                    message,
+                    balance_micros=balance,
+                    facts_lookup=facts,
+                    on_reply=on_reply if channel != "text" else None,
                 )
-                _, reply = await self._run(
-                    turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
-                )
-                await turn.books.settled()  # every run's end and charge, before the thread is let go
+                try:
+                    _, reply = await self._run(
+                        turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
+                    )
+                finally:
+                    # Every run's end and charge, before the thread is let go: also when the
+                    # turn failed (an outage), so the sweep never fails a run its books are
+                    # still ending (chat.recovery).
+                    await turn.books.settled()
         finally:
             if facts is not None and not facts.done():
                 facts.cancel()  # the turn never needed them (a replay, an error)
+        result = turn.result()
+        if channel == "text":
+            return result
+        return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
+
+    async def answer(self, person: Person, message_id: str, *, zone: ZoneInfo, wait_s: float) -> bool:
+        """Answer a message of the person's that no run answers (the sweep's: a turn cut
+        off between writing the message and starting its run); False when it has a run by
+        the time the thread is held (a retry answered it first), or is not there."""
+        async with self._threads.turn(person.id, wait_s=wait_s):
+            found = await self._threads.by_ids(person.id, [message_id])
+            if not found or found[0].author != "human" or await self._runs.of_origin(person.id, message_id):
+                return False
+            await self._answer(person, found[0], zone)
+        return True
+
+    async def _answer(
+        self,
+        person: Person,
+        message: Message,
+        zone: ZoneInfo,
+        *,
+        on_reply: Callable[[SpokenReply], None] | None = None,
+    ) -> TurnResult:
+        """Run the turn of a message written earlier, holding the thread. On an empty wallet
+        its run stops before its first model call with a reply of ours
+        (`insufficient_balance`), so the person sees why there is no answer."""
+        balance = await self._wallet.balance_micros(person.id)
+        await self._commit_lazily()
+        channel = cast(Channel, message.channel)  # the thread keeps only these
+        turn = self._begin(
+            person,
+            channel,
+            zone,
+            message,
+            balance_micros=balance,
+            on_reply=on_reply if channel != "text" else None,
+        )
+        try:
+            _, reply = await self._run(
+                turn, agent=AGENTS[route(message.text)], trigger="human", parent=None, trigger_message=message
+            )
+        finally:
+            await turn.books.settled()
         result = turn.result()
         if channel == "text":
             return result
@@ -326,10 +424,11 @@ class Turns:
                 )
             turn: _Turn | None = None
             if not await self._runs.of_origin(person.id, message.id):
-                if not await self._wallet.has_balance(person.id):
+                balance = await self._wallet.balance_micros(person.id)
+                if balance <= 0:
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
                 await self._commit_lazily()  # only a wake that runs writes anything more
-                turn = self._begin(person, channel, zone, message)
+                turn = self._begin(person, channel, zone, message, balance_micros=balance)
                 _, raw = await self._run(turn, agent=AVA, trigger="postera", parent=None, trigger_message=message)
                 await turn.books.settled()
         # A wake that ran now answers from what it wrote; a repeated one reads the first's.
@@ -356,6 +455,7 @@ class Turns:
         zone: ZoneInfo,
         origin: Message,
         *,
+        balance_micros: int,
         facts_lookup: asyncio.Task[tuple[str, ...]] | None = None,
         on_reply: Callable[[SpokenReply], None] | None = None,
     ) -> _Turn:
@@ -369,6 +469,7 @@ class Turns:
             facts_lookup=facts_lookup,
             books=Books(self._apart),
             on_reply=on_reply,
+            balance_micros=balance_micros,
         )
 
     async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
@@ -429,10 +530,26 @@ class Turns:
         read is counted twice, never missed). Only when that is not above zero, or a cost
         is unknown, does the turn wait for its books and read the balance again."""
         unsettled = turn.unsettled_micros
-        if unsettled is not None and await self._wallet.balance_micros(turn.person.id) - unsettled > 0:
-            return True
+        if unsettled is not None:
+            # What this read shows is what later calls are counted against (`_may_call`).
+            turn.balance_micros, turn.spent_micros = await self._wallet.balance_micros(turn.person.id) - unsettled, 0
+            if turn.balance_micros > 0:
+                return True
         await turn.books.settled()
-        return await self._wallet.has_balance(turn.person.id)
+        turn.balance_micros, turn.spent_micros = await self._wallet.balance_micros(turn.person.id), 0
+        return turn.balance_micros > 0
+
+    async def _may_call(self, turn: _Turn) -> bool:
+        """Whether the turn may make another model call: the balance it began with, less
+        what its calls have cost since, is above zero. No read on that path; only when a
+        cost is unknown does the turn wait for its books and read the balance again."""
+        spent = turn.spent_micros
+        if spent is not None:
+            return turn.balance_micros - spent > 0
+        await turn.books.settled()
+        balance = await self._wallet.balance_micros(turn.person.id)
+        turn.balance_micros, turn.spent_micros = balance, 0
+        return balance > 0
 
     def _look_up_facts(self, person: Person, text: str) -> asyncio.Task[tuple[str, ...]] | None:
         """Start looking up the facts that bear on `text` (see `_facts_of`)."""
@@ -508,7 +625,7 @@ class Turns:
         )
         try:
             outcome = await run_agent(
-                model=self._model,
+                model=_Metered(self._model, lambda: self._may_call(turn)),
                 model_name=self._model_name(agent.name),
                 system=system,
                 history=contents,
@@ -519,6 +636,11 @@ class Turns:
         except _WalletEmptyAtHandoff as exc:
             explanation = wallet_empty_reply(exc.specialist, turn.channel)
             return explanation, ("insufficient_balance", "The wallet emptied before the handoff.")
+        except _WalletEmptyMidRun:
+            # The turn's first run says why; a run Ava handed on to stops silently, and
+            # Ava, whose next call is refused the same way, says it once for both.
+            said = wallet_spent_reply(turn.channel) if run.parent_run_id is None else ""
+            return said, ("insufficient_balance", "The wallet emptied during the run.")
         except RunLimitExceeded as exc:
             return "", ("run_limit_exceeded", str(exc))
         except ModelUnavailable:

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from chat.detached import run_detached
+from chat.outbox import Outbox, PendingCall
 from chat.ports import EventSink, RunStore
 from ledger import (
     DayUsage,
@@ -69,6 +70,7 @@ class Wallet:
         events: EventSink,
         signup_grant_micros: int,
         voice_prices: VoicePriceBook | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self._ledger = ledger
         self._prices = prices
@@ -76,13 +78,16 @@ class Wallet:
         self._runs = runs
         self._events = events
         self._signup_grant_micros = signup_grant_micros
+        # Every call's usage from the moment it returns until its charge is written.
+        self.outbox = outbox or Outbox(None)
 
     async def balance_micros(self, person_id: str) -> int:
         return await self._ledger.balance_micros(user_account(person_id))
 
-    async def guard(self, person_id: str) -> None:
-        """Raise `InsufficientBalance` when the person's balance is at or below zero."""
-        await guard(self._ledger, person_id=person_id)
+    async def guard(self, person_id: str) -> int:
+        """Raise `InsufficientBalance` when the person's balance is at or below zero;
+        otherwise return the balance."""
+        return await guard(self._ledger, person_id=person_id)
 
     async def has_balance(self, person_id: str) -> bool:
         try:
@@ -102,6 +107,44 @@ class Wallet:
             person_id, "wallet.changed", {"balance_micros": balance, "balance": format_rupiah(balance)}
         )
 
+    def called(
+        self, *, person_id: str, run_id: str, index: int, agent: str, trigger: str, model: str, usage: dict[str, int]
+    ) -> PendingCall:
+        """A model call returned: kept in the outbox (chat.outbox) before anything else
+        happens, so it is charged even if the database cannot take its record now."""
+        call = PendingCall(person_id, run_id, index, agent, trigger, model, dict(usage), datetime.now(UTC))
+        self.outbox.add(call)
+        return call
+
+    async def charge(self, call: PendingCall, *, announce: bool = True) -> int:
+        """Record the call, charge it, and return its cost in micro-rupiah; idempotent (a
+        call recorded or charged already is not again). The whole sequence runs to the end
+        even if the request that started it is gone; a call that could not be charged stays
+        in the outbox for the sweep. `announce=False`: the caller announces the balance
+        itself, once for several charges (a turn does, when its last charge is written)."""
+
+        async def charge() -> int:
+            await self._runs.record_call(call.run_id, index=call.index, model=call.model, usage=call.usage, at=call.at)
+            return await self._settle(
+                call.person_id,
+                call.run_id,
+                call.index,
+                call.agent,
+                call.trigger,
+                call.model,
+                call.usage,
+                call.at,
+                announce=announce,
+            )
+
+        try:
+            cost = await run_detached(charge())
+        except BaseException:
+            self.outbox.failed(call)
+            raise
+        self.outbox.done(call)
+        return cost
+
     async def charge_call(
         self,
         *,
@@ -114,16 +157,11 @@ class Wallet:
         usage: dict[str, int],
         announce: bool = True,
     ) -> int:
-        """Record a finished model call, charge it, and return its cost in micro-rupiah.
-        The whole sequence runs to the end even if the request that started it is gone.
-        `announce=False`: the caller announces the balance itself, once for several
-        charges (a turn does, when its last charge is written)."""
-
-        async def charge() -> int:
-            at = await self._runs.record_call(run_id, index=index, model=model, usage=usage)
-            return await self._settle(person_id, run_id, index, agent, trigger, model, usage, at, announce=announce)
-
-        return await run_detached(charge())
+        """`called` and `charge` in one."""
+        call = self.called(
+            person_id=person_id, run_id=run_id, index=index, agent=agent, trigger=trigger, model=model, usage=usage
+        )
+        return await self.charge(call, announce=announce)
 
     async def _settle(
         self,
@@ -176,6 +214,28 @@ class Wallet:
         if transaction is not None and not transaction.replayed:
             await self.announce(person_id)
         return _debited(transaction)
+
+    async def settle_outbox(self) -> int:
+        """Charge the calls this process could not charge when they returned, and those a
+        process that is gone left in its outbox file; returns how many were charged."""
+        settled = 0
+        for call in self.outbox.to_retry():
+            await self.charge(call, announce=False)
+            await self.announce(call.person_id)
+            settled += 1
+        for path, calls in self.outbox.orphans():
+            try:
+                for call in calls:
+                    await self.charge(call, announce=False)
+                    settled += 1
+            except BaseException:
+                self.outbox.release(path)
+                raise
+            self.outbox.forget(path)
+            for person_id in {c.person_id for c in calls}:
+                await self.announce(person_id)
+        self.outbox.compact()
+        return settled
 
     async def settle_uncharged(self) -> int:
         """Charge calls recorded but never charged (a crash between the two). Idempotent."""

@@ -62,11 +62,28 @@ async def create_pool(url: str, *, size_max: int) -> asyncpg.Pool:
     return pool
 
 
-class _Held:
-    """One connection a task holds, lent to that task's statements one at a time."""
+def _alive(conn: Conn) -> bool:
+    """Whether `conn` can still run a statement. asyncpg gives a connection it lost back
+    to the pool at once, while its holder still holds it, and every later use of it fails
+    with "connection has been released back to the pool"."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
 
-    def __init__(self, conn: Conn) -> None:
+
+class _Held:
+    """One connection a task holds, lent to that task's statements one at a time.
+
+    `replaceable`: once the connection is lost, later statements run on connections of
+    the pool's (work beside a turn, which needs no particular connection). Otherwise they
+    keep failing on it: a turn's statements run on the connection that holds the person's
+    thread lock, and a lost connection took the lock with it, so the turn must not go on
+    as if it held the thread."""
+
+    def __init__(self, conn: Conn, *, replaceable: bool = False) -> None:
         self.conn = conn
+        self.replaceable = replaceable
         self.open = True
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task[Any] | None = None
@@ -78,14 +95,14 @@ class _Held:
             yield self.conn  # a statement inside another's block, on the same task: same connection
             return
         async with self._lock:
-            if self.open:
+            if self.open and (not self.replaceable or _alive(self.conn)):
                 self._owner = task
                 try:
                     yield self.conn
                 finally:
                     self._owner = None
                 return
-        async with pool.acquire() as conn:  # the turn ended while this waited
+        async with pool.acquire() as conn:  # the turn ended while this waited, or its connection was lost
             yield conn
 
     async def close(self) -> None:
@@ -97,10 +114,10 @@ _HELD: ContextVar[_Held | None] = ContextVar("avagenc_held_connection", default=
 
 
 @contextlib.asynccontextmanager
-async def holding(conn: Conn) -> AsyncIterator[None]:
+async def holding(conn: Conn, *, replaceable: bool = False) -> AsyncIterator[None]:
     """Run the statements a `TurnPool` gets from this task (and tasks it starts) on `conn`,
     until the block ends; on the way out, wait for the one in flight, if any."""
-    held = _Held(conn)
+    held = _Held(conn, replaceable=replaceable)
     token = _HELD.set(held)
     try:
         yield
@@ -114,7 +131,7 @@ async def holding_own(pool: asyncpg.Pool) -> AsyncIterator[None]:
     """Like `holding`, on a connection checked out of `pool` for the block: for work that
     runs beside a turn (its bookkeeping, chat.bookkeeping) and must not queue on the
     turn's connection. `pool` is the real pool, never a `TurnPool`."""
-    async with pool.acquire() as conn, holding(conn):
+    async with pool.acquire() as conn, holding(conn, replaceable=True):
         yield
 
 

@@ -7,7 +7,9 @@ healthy ledger look broken, and it reports at most PROBLEMS_MAX problems per kin
 
 Checked: every transaction has at least two entries summing to zero; every entry names
 an existing transaction and account; every account's balance snapshot equals the sum of
-its entries.
+its entries; no person's wallet is further below zero than one model call can cost at the
+dearest price in the book (a turn stops before a call its wallet cannot pay for, so it
+ends at most one call past zero: docs/money.md#the-guard).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import asyncpg
+
+from ledger.prices import CALL_INPUT_TOKENS_MAX, CALL_OUTPUT_TOKENS_MAX
 
 PROBLEMS_MAX = 100
 
@@ -49,11 +53,24 @@ WHERE coalesce(s.micros, 0) <> coalesce(b.micros, 0)
 ORDER BY account_id
 LIMIT $1
 """
+# Rupiah per million tokens times tokens is micro-rupiah.
+_OVERDRAWN_SQL = """
+WITH ceiling AS (
+    SELECT coalesce(max(input_per_mtok_idr * $2::bigint + output_per_mtok_idr * $3::bigint), 0) AS micros FROM prices
+)
+SELECT b.account_id, sum(b.balance_micros) AS balance_micros, (SELECT micros FROM ceiling) AS ceiling_micros
+FROM account_balances AS b
+WHERE b.account_id LIKE 'user:%'
+GROUP BY b.account_id
+HAVING sum(b.balance_micros) < -(SELECT micros FROM ceiling)
+ORDER BY b.account_id
+LIMIT $1
+"""
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    kind: str  # 'unbalanced' | 'orphan_entry' | 'snapshot_mismatch'
+    kind: str  # 'unbalanced' | 'orphan_entry' | 'snapshot_mismatch' | 'overdrawn'
     subject: str  # the transaction ref, entry id or account id concerned
     detail: str
 
@@ -93,6 +110,14 @@ async def audit(pool: asyncpg.Pool) -> VerifyReport:
                 f"entries sum to {r['entries_micros']} but the balance snapshot says {r['snapshot_micros']}",
             )
             for r in await conn.fetch(_SNAPSHOTS_SQL, PROBLEMS_MAX)
+        ]
+        problems += [
+            Problem(
+                "overdrawn",
+                r["account_id"],
+                f"the balance {r['balance_micros']} is below minus one call's most ({r['ceiling_micros']})",
+            )
+            for r in await conn.fetch(_OVERDRAWN_SQL, PROBLEMS_MAX, CALL_INPUT_TOKENS_MAX, CALL_OUTPUT_TOKENS_MAX)
         ]
     return VerifyReport(
         transactions=counts["transactions"],

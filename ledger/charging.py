@@ -126,8 +126,10 @@ async def top_up(
     return await ledger.transact(spec=spec)
 
 
-async def guard(ledger: Ledger, *, person_id: str) -> None:
-    """Refuse to start a run (InsufficientBalance) when the wallet is at or below zero."""
+async def guard(ledger: Ledger, *, person_id: str) -> int:
+    """Refuse to start a run (InsufficientBalance) when the wallet is at or below zero;
+    otherwise return the balance read."""
     balance = await ledger.balance_micros(user_account(person_id))
     if balance <= 0:
         raise InsufficientBalance("The wallet is empty; top it up to continue.", balance_micros=balance)
+    return balance

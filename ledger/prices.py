@@ -42,6 +42,14 @@ RETURNING {_COLUMNS}
 
 TOKENS_MAX = 10**9  # per call; far above any model's context, far below overflow
 
+# The most one billed model call can use, for the most one call can cost (`wallet verify`,
+# docs/money.md#the-guard): a call is at most four requests (the Gemini adapter follows at
+# most four continuation hops), each reading at most a full context window (1,048,576
+# tokens for the Gemini 3 models we price) and writing at most 65,536 tokens (thinking
+# included). Input is priced at the full rate (cached input is never dearer).
+CALL_INPUT_TOKENS_MAX = 4 * 1_048_576
+CALL_OUTPUT_TOKENS_MAX = 4 * 65_536
+
 
 @dataclass(frozen=True, slots=True)
 class Price:

@@ -90,7 +90,9 @@ class EmbeddedQueue:
             if free > 0:
                 try:
                     claimed = await self._notes.claim_due(limit=free, lease_s=delivery.limits.lease_s)
-                except (OSError, asyncpg.PostgresError) as exc:
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                    # InterfaceError too: a connection the database cut mid-statement (an
+                    # outage) otherwise ended the dispatcher, and no note was delivered again.
                     log.warning("claiming due notes failed: %s", type(exc).__name__)
                     await asyncio.sleep(self._retry_s)
                     continue

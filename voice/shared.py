@@ -25,7 +25,7 @@ from voice.usage import UsageMeter
 log = logging.getLogger(__name__)
 
 # Checked before a call starts: raises a domain error (e.g. an empty wallet) to refuse it.
-Guard = Callable[[Person], Awaitable[None]]
+Guard = Callable[[Person], Awaitable[object]]
 # Charges one slice of a call's speech: (call, slice number, usage).
 VoiceBill = Callable[[Call, int, VoiceUsage], Awaitable[object]]
 

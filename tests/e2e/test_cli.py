@@ -15,6 +15,7 @@ import pytest
 
 from chat import Runs, Threads
 from database import EmbeddedPostgres
+from ledger import REVENUE_ACCOUNT, PostgresLedger, Posting, TransactionSpec, user_account
 from settings import Settings
 
 GRANT = 5_000_000_000
@@ -86,6 +87,31 @@ async def test_wallet_verify_fails_on_a_broken_ledger(settings: Settings, pool: 
         await conn.execute("SET session_replication_role = DEFAULT")
     verify = avagenc(settings, "wallet", "verify")
     assert verify.returncode == 1 and "BROKEN" in verify.stdout
+
+
+async def test_wallet_verify_fails_on_a_wallet_further_below_zero_than_one_call_can_take(
+    settings: Settings, pool: asyncpg.Pool
+) -> None:
+    """docs/money.md#the-guard: a turn ends at most one model call past zero."""
+    avagenc(settings, "users", "token", "Budi")
+    person = await pool.fetchval("SELECT id FROM people WHERE local_key = 'budi'")
+    dearest = await pool.fetchval(
+        "SELECT max(input_per_mtok_idr * $1::bigint + output_per_mtok_idr * $2::bigint) FROM prices",
+        4 * 1_048_576,
+        4 * 65_536,
+    )
+    taken = GRANT + dearest + 1
+    await PostgresLedger(pool).transact(
+        spec=TransactionSpec(
+            type="adjustment",
+            ref="test:overdraw",
+            postings=(Posting(user_account(person), -taken), Posting(REVENUE_ACCOUNT, taken)),
+            metadata={"reason": "test"},
+        )
+    )
+    verify = avagenc(settings, "wallet", "verify")
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    assert f"PROBLEM overdrawn user:{person}:IDR" in verify.stdout
 
 
 def on_stopped_folder(state: Path, *args: str) -> subprocess.CompletedProcess[str]:

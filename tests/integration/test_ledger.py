@@ -521,3 +521,16 @@ async def test_verify_flags_orphan_entries(book: PostgresLedger, pool: asyncpg.P
     assert len(orphans) == 2
     assert "transaction 999999" in orphans[0].detail
     assert "account user:ghost:IDR" in orphans[1].detail
+
+
+async def test_verify_flags_a_wallet_further_below_zero_than_one_call_can_take(book: PostgresLedger) -> None:
+    """The guard stops a turn before a call its wallet cannot pay for (docs/money.md#the-guard),
+    so no wallet is ever further below zero than the dearest possible call."""
+    dearest = 4 * 1_048_576 * 10_000 + 4 * 65_536 * 42_000  # the migrations' rates, four hops of a full window
+    await book.transact(spec=charge(ALICE, dearest))
+    assert (await book.verify()).ok
+    await book.transact(spec=charge(BOB, dearest + 1))
+
+    report = await book.verify()
+    assert [(p.kind, p.subject) for p in report.problems] == [("overdrawn", BOB)]
+    assert str(dearest) in report.problems[0].detail

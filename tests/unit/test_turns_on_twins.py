@@ -21,6 +21,7 @@ from agents import (
     ScriptedModel,
     Tool,
     Toolbox,
+    Usage,
     handoff_tools,
 )
 from chat import Person, Turns, Wallet
@@ -298,3 +299,27 @@ async def test_a_handoff_the_turns_own_unwritten_charges_would_empty_the_wallet_
     assert [(r.agent, r.status, r.error_code) for r in result.runs] == [("ava", "failed", "insufficient_balance")]
     assert [a for a, _ in await w.thread(me)] == ["human", "ava"], "Zee never ran; Ava said why"
     assert await w.wallet.balance_micros(me.id) == 0
+
+
+async def test_a_run_stops_before_a_model_call_its_wallet_cannot_pay_for() -> None:
+    """docs/money.md#the-guard: the turn's first call had money behind it; the next is not
+    made once that call's cost has used up the balance the turn began with."""
+    w = world(grant=1_000)
+    me = await w.person()
+    costly = Usage(prompt_tokens=1_000, output_tokens=10)  # 10,420,000 µRp, far above 1,000
+    w.model.extend(
+        [
+            ModelResponse("", (FunctionCall("c-1", "look_around", {}),), costly),
+            ModelResponse("never asked for"),
+        ]
+    )
+    result = await w.turns.post(me, text="hi there", channel="text", zone=JAKARTA)
+
+    assert [(r.agent, r.status, r.error_code, r.model_calls) for r in result.runs] == [
+        ("ava", "failed", "insufficient_balance", 1)
+    ]
+    assert "wallet" in result.messages[-1].text.lower() and result.messages[-1].author == "ava"
+    cost = 1_000 * 10_000 + 10 * 42_000
+    assert await w.ledger.balance_micros(user_account(me.id)) == 1_000 - cost
+    with pytest.raises(InsufficientBalance):
+        await w.turns.post(me, text="and now?", channel="text", zone=JAKARTA)
