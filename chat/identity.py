@@ -16,6 +16,8 @@ from typing import Protocol
 from chat.errors import Unauthorized
 
 _VERSION = "v1"
+# Longer than any token this server issues; a longer one is refused before any work.
+TOKEN_CHARS_MAX = 300
 
 
 class TokenVerifier(Protocol):
@@ -45,11 +47,16 @@ class LocalTokens:
         return f"{body}.{self._mac(body)}"
 
     async def verify(self, token: str) -> str:
+        # A token is whatever a client sent: any length, any characters (a header decoded
+        # as Latin-1, a query string as UTF-8 with surrogates). Only short ASCII can be ours,
+        # and the MAC is compared as bytes, so nothing here raises but `Unauthorized`.
+        if len(token) > TOKEN_CHARS_MAX or not token.isascii():
+            raise Unauthorized("The token is not valid.")
         parts = token.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION or len(token) > 300:
+        if len(parts) != 4 or parts[0] != _VERSION:
             raise Unauthorized("The token is not valid.")
         body = ".".join(parts[:3])
-        if not hmac.compare_digest(self._mac(body), parts[3]):
+        if not hmac.compare_digest(self._mac(body).encode(), parts[3].encode()):
             raise Unauthorized("The token is not valid.")
         if not parts[2].isdigit() or int(parts[2]) < time.time():
             raise Unauthorized("The token has expired; sign in again.")

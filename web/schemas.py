@@ -107,3 +107,5 @@ class Problem(BaseModel):
     status: int
     detail: str | None = None
     errors: list[dict[str, Any]] | None = None
+    # On a 500: the id the server's log line about it carries.
+    correlation_id: str | None = None
