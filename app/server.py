@@ -39,8 +39,10 @@ from chat import (
     EventHub,
     EventLog,
     Forgetting,
+    Limits,
     LocalTokens,
     People,
+    Rate,
     Runs,
     Threads,
     Turns,
@@ -52,7 +54,7 @@ from chat import (
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
-from web import ChatApi, WakeDoors, build_app
+from web import ChatApi, EdgeLimits, WakeDoors, build_app
 
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it.
@@ -228,6 +230,12 @@ def serve_app(services: Services) -> FastAPI:
         hub=services.hub,
         sse_streams_per_person_max=settings.sse_streams_per_person_max,
         sse_keepalive_s=settings.sse_keepalive_s,
+        limits=Limits(services.pool),
+        edge_limits=EdgeLimits(
+            sign_ins_per_address=Rate(max=settings.sign_ins_per_address_max, window_s=settings.sign_in_window_s),
+            runs_per_person=Rate(max=settings.runs_per_person_per_minute_max, window_s=60),
+            runs_in_flight_per_person_max=settings.runs_in_flight_per_person_max,
+        ),
         on_signup=lambda person: services.wallet.grant_signup(person.id),
     )
     parts = services.reminders

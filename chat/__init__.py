@@ -15,6 +15,7 @@ from chat.errors import (
     DateInvalid,
     KnowledgeUnavailable,
     NotFound,
+    RateLimited,
     SignInDisabled,
     TimeZoneInvalid,
     TooManyStreams,
@@ -24,6 +25,7 @@ from chat.events import EventHub, EventLog
 from chat.forgetting import Forgetting, no_wakes
 from chat.identity import LocalTokens, TokenVerifier
 from chat.learning import Learning
+from chat.limits import Lease, Limits, Rate
 from chat.people import People, Person
 from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.recovery import settle_crash
@@ -45,6 +47,8 @@ __all__ = [
     "Forgetting",
     "KnowledgeUnavailable",
     "Learning",
+    "Lease",
+    "Limits",
     "LiveCall",
     "LocalTokens",
     "Message",
@@ -53,6 +57,8 @@ __all__ = [
     "PeopleStore",
     "Person",
     "PostgresEvents",
+    "Rate",
+    "RateLimited",
     "Run",
     "RunStore",
     "Runs",

@@ -37,7 +37,7 @@ _DESCRIPTIONS = {
     413: "The request body is too large",
     415: "Unsupported media format",
     422: "Some fields are missing or wrong",
-    429: "Too many live connections",
+    429: "Too many requests or live connections; retry after the Retry-After seconds",
     503: "Busy; retry after the Retry-After seconds",
 }
 
@@ -75,6 +75,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "thread_busy": (503, "Your thread is busy with another request"),
     "knowledge_unavailable": (503, "Memory is not reachable right now"),
     "too_many_streams": (429, "Too many live connections"),
+    "rate_limited": (429, "Too many requests; retry after the Retry-After seconds"),
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),
     # ledger
@@ -121,7 +122,11 @@ async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
         correlation = correlation_id()
         log.error("domain error %s answered 500 [%s]", type_ or type(exc).__name__, correlation, exc_info=exc)
         return _internal(correlation)
-    return problem(status, type_, title, str(exc) or None)
+    response = problem(status, type_, title, str(exc) or None)
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if status == 429 and isinstance(retry_after_s, int):
+        response.headers["Retry-After"] = str(retry_after_s)
+    return response
 
 
 # The names web.app registers; one translator behind them.
