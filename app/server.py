@@ -44,7 +44,9 @@ from chat import (
     People,
     Rate,
     Runs,
+    Sessions,
     Threads,
+    Tickets,
     Turns,
     Wallet,
     drain_detached,
@@ -78,6 +80,8 @@ class Services:
     wallet: Wallet
     ledger: PostgresLedger
     local_tokens: LocalTokens
+    sessions: Sessions
+    tickets: Tickets
     voice: VoiceDoors
     toolbox: Toolbox
     knowledge: KnowledgeParts
@@ -172,8 +176,9 @@ async def bootstrap(
     await start_learning(memory, hub, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+    sessions, tickets = Sessions(local_tokens, pool), Tickets(pool)
     voice, speech, preload = build_voice(
-        settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
+        settings, stack, dsn=dsn, people=people, verifier=sessions, tickets=tickets, turns=turns, wallet=wallet
     )
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
@@ -186,7 +191,7 @@ async def bootstrap(
         "model": type(chosen).__name__,
         # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
         **specialists.adapters(),
-        "identity": "LocalTokens",
+        "identity": "LocalTokens (revocable sessions)",
         "speech": speech,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
@@ -204,6 +209,8 @@ async def bootstrap(
         wallet=wallet,
         ledger=ledger,
         local_tokens=local_tokens,
+        sessions=sessions,
+        tickets=tickets,
         voice=voice,
         toolbox=toolbox,
         knowledge=memory,
@@ -222,8 +229,10 @@ def serve_app(services: Services) -> FastAPI:
     settings = services.settings
     api = ChatApi(
         people=services.people,
-        verifier=services.local_tokens,
+        verifier=services.sessions,
         local_tokens=services.local_tokens,
+        sessions=services.sessions,
+        tickets=services.tickets,
         turns=services.turns,
         threads=services.threads,
         event_log=EventLog(services.pool),

@@ -23,7 +23,7 @@ from chat.errors import (
 )
 from chat.events import EventHub, EventLog
 from chat.forgetting import Forgetting, no_wakes
-from chat.identity import LocalTokens, TokenVerifier
+from chat.identity import LocalTokens, Session, Sessions, Tickets, TokenVerifier
 from chat.learning import Learning
 from chat.limits import Lease, Limits, Rate
 from chat.people import People, Person
@@ -62,9 +62,12 @@ __all__ = [
     "Run",
     "RunStore",
     "Runs",
+    "Session",
+    "Sessions",
     "SignInDisabled",
     "ThreadStore",
     "Threads",
+    "Tickets",
     "TimeZoneInvalid",
     "TokenVerifier",
     "TooManyStreams",

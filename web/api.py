@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from chat import (
@@ -32,8 +32,10 @@ from chat import (
     Person,
     Rate,
     RateLimited,
+    Sessions,
     SignInDisabled,
     Threads,
+    Tickets,
     TokenVerifier,
     TooManyStreams,
     Turns,
@@ -42,7 +44,7 @@ from chat import (
     run_detached,
 )
 from web.edge import problem_responses
-from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TurnOut
+from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TicketOut, TurnOut
 
 PAGE_MAX = 200
 SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
@@ -67,6 +69,8 @@ class ChatApi:
     people: People
     verifier: TokenVerifier
     local_tokens: LocalTokens | None
+    sessions: Sessions
+    tickets: Tickets
     turns: Turns
     threads: Threads
     event_log: EventLog
@@ -101,6 +105,13 @@ def _bearer(authorization: str | None) -> str:
 
 async def person_from(api: ChatApi, token: str) -> Person:
     person = await api.people.get(await api.verifier.verify(token))
+    if person is None:
+        raise Unauthorized("This account no longer exists.")
+    return person
+
+
+async def _ticket_holder(api: ChatApi, ticket: str) -> Person:
+    person = await api.people.get(await api.tickets.redeem(ticket))
     if person is None:
         raise Unauthorized("This account no longer exists.")
     return person
@@ -156,6 +167,19 @@ def build_router(api: ChatApi) -> APIRouter:
         if created and api.on_signup is not None:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
+
+    @router.post("/auth/sign-out", status_code=204, tags=["identity"], responses=problem_responses(401))
+    async def sign_out(authorization: Annotated[str | None, Header()] = None) -> Response:
+        """End this session on every instance: its token is refused from now on."""
+        await person_from(api, _bearer(authorization))
+        await api.sessions.sign_out(_bearer(authorization))
+        return Response(status_code=204)
+
+    @router.post("/tickets", response_model=TicketOut, tags=["identity"], responses=problem_responses(401, 422))
+    async def ticket(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+        """A single-use ticket, good for a minute, to open live events (`?ticket=`) or the
+        speaker socket by URL: the URL a log keeps then names no session."""
+        return {"ticket": await api.tickets.issue(person.id), "expires_in_s": int(api.tickets.ttl_s)}
 
     @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401, 422))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
@@ -215,13 +239,18 @@ def build_router(api: ChatApi) -> APIRouter:
         authorization: Annotated[str | None, Header()] = None,
         last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
         access_token: Annotated[str | None, Query(max_length=300)] = None,
+        ticket: Annotated[str | None, Query(max_length=300)] = None,
         after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
     ) -> StreamingResponse:
         """Server-Sent Events: message, run.started, run.finished, wallet.changed, …
 
-        Browsers' EventSource cannot set headers, so `access_token` may carry the token.
+        Browsers' EventSource cannot set headers: `ticket` (from POST /v1/tickets, single
+        use) opens the stream instead; `access_token` still does, but its URL is a session.
         Resumes after `Last-Event-ID` (or `after`); otherwise starts with new events."""
-        person = await person_from(api, access_token if access_token else _bearer(authorization))
+        if ticket is not None:
+            person = await _ticket_holder(api, ticket)
+        else:
+            person = await person_from(api, access_token if access_token else _bearer(authorization))
         cursor = after
         if last_event_id is not None and _EVENT_ID.fullmatch(last_event_id):
             cursor = int(last_event_id)

@@ -101,6 +101,11 @@ class MessagesPage(BaseModel):
     has_more: bool
 
 
+class TicketOut(BaseModel):
+    ticket: str
+    expires_in_s: int
+
+
 class Problem(BaseModel):
     type: str
     title: str
