@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     # Local sign-in (a display name is the account) suits one trusted machine. On a bind
     # anyone else can reach, `avagenc serve` refuses to start unless this says so.
     local_sign_in_on_public_bind: bool = False
+    # A Firebase project: people sign in with Firebase ID tokens (verified with
+    # firebase-admin against Google's published certificates) and local sign-in is off.
+    firebase_project_id: str | None = Field(default=None, min_length=1, max_length=100)
+    # Where Google's ID token certificates are fetched (a mirror; the tests serve their own).
+    firebase_certs_url: str | None = None
 
     # The person's zone when a request carries no `time-zone` header and none is stored.
     default_time_zone: str = "UTC"
@@ -193,7 +198,7 @@ class Settings(BaseSettings):
     def public_local_sign_in(self) -> str | None:
         """Why serving would be unsafe: local sign-in on a bind other machines can reach
         without LOCAL_SIGN_IN_ON_PUBLIC_BIND; None when it is not."""
-        if self.local_sign_in_on_public_bind or _is_loopback(self.host):
+        if self.firebase_project_id or self.local_sign_in_on_public_bind or _is_loopback(self.host):
             return None
         return (
             f"LOCAL_SIGN_IN_ON_PUBLIC_BIND: HOST={self.host} can be reached from other machines, where "

@@ -47,6 +47,7 @@ from chat import (
     Sessions,
     Threads,
     Tickets,
+    TokenVerifier,
     Turns,
     Wallet,
     drain_detached,
@@ -81,6 +82,7 @@ class Services:
     ledger: PostgresLedger
     local_tokens: LocalTokens
     sessions: Sessions
+    verifier: TokenVerifier
     tickets: Tickets
     voice: VoiceDoors
     toolbox: Toolbox
@@ -95,6 +97,28 @@ class Services:
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
         await end_calls(self.voice)
+
+
+def build_identity(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    people: People,
+    wallet: Wallet,
+    local: LocalTokens,
+) -> tuple[Sessions, TokenVerifier]:
+    """Who signs people in: Firebase when a project is configured (firebase-admin, loaded
+    only then), else our own local tokens; either way sessions can be signed out."""
+    if not settings.firebase_project_id:
+        sessions = Sessions(local, pool)
+        return sessions, sessions
+    from chat.firebase import FirebasePeople, FirebaseTokens
+
+    tokens = FirebaseTokens(settings.firebase_project_id, certs_url=settings.firebase_certs_url)
+    stack.callback(tokens.close)
+    sessions = Sessions(tokens, pool)
+    return sessions, FirebasePeople(tokens, sessions, people, on_signup=lambda person: wallet.grant_signup(person.id))
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -176,9 +200,10 @@ async def bootstrap(
     await start_learning(memory, hub, stack)
     people = People(pool, default_time_zone=settings.default_time_zone)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
-    sessions, tickets = Sessions(local_tokens, pool), Tickets(pool)
+    sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
+    tickets = Tickets(pool)
     voice, speech, preload = build_voice(
-        settings, stack, dsn=dsn, people=people, verifier=sessions, tickets=tickets, turns=turns, wallet=wallet
+        settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
     )
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
@@ -191,7 +216,7 @@ async def bootstrap(
         "model": type(chosen).__name__,
         # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
         **specialists.adapters(),
-        "identity": "LocalTokens (revocable sessions)",
+        "identity": "FirebaseTokens" if settings.firebase_project_id else "LocalTokens (revocable sessions)",
         "speech": speech,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
@@ -210,6 +235,7 @@ async def bootstrap(
         ledger=ledger,
         local_tokens=local_tokens,
         sessions=sessions,
+        verifier=verifier,
         tickets=tickets,
         voice=voice,
         toolbox=toolbox,
@@ -229,8 +255,9 @@ def serve_app(services: Services) -> FastAPI:
     settings = services.settings
     api = ChatApi(
         people=services.people,
-        verifier=services.sessions,
-        local_tokens=services.local_tokens,
+        verifier=services.verifier,
+        # Local sign-in only where Firebase does not sign people in.
+        local_tokens=None if settings.firebase_project_id else services.local_tokens,
         sessions=services.sessions,
         tickets=services.tickets,
         turns=services.turns,

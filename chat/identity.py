@@ -47,6 +47,13 @@ class TokenVerifier(Protocol):
         ...
 
 
+class SessionReader(Protocol):
+    async def session(self, token: str) -> Session:
+        """The session a genuine, current token names (its `person_id` is the verifier's
+        identity: our person id, or a provider's subject); raises `Unauthorized` otherwise."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     person_id: str
@@ -94,24 +101,31 @@ class LocalTokens:
     async def verify(self, token: str) -> str:
         return self.read(token).person_id
 
+    async def session(self, token: str) -> Session:
+        return self.read(token)
+
 
 class Sessions:
     """Local tokens that can be signed out: a genuine token whose session is in
     `revoked_sessions` is refused on every instance. One primary-key lookup per request."""
 
-    def __init__(self, tokens: LocalTokens, pool: asyncpg.Pool) -> None:
+    def __init__(self, tokens: SessionReader, pool: asyncpg.Pool) -> None:
         self._tokens = tokens
         self._pool = pool
 
     async def verify(self, token: str) -> str:
-        session = self._tokens.read(token)
+        session = await self._tokens.session(token)
+        await self.check(session)
+        return session.person_id
+
+    async def check(self, session: Session) -> None:
+        """Raises `Unauthorized` if this session was signed out."""
         if await self._pool.fetchval(_REVOKED_SQL, session.session_id):
             raise Unauthorized("This session was signed out; sign in again.")
-        return session.person_id
 
     async def sign_out(self, token: str) -> None:
         """End the token's session everywhere (a token already refused is refused as such)."""
-        session = self._tokens.read(token)
+        session = await self._tokens.session(token)
         await self._pool.execute(_REVOKE_SQL, session.session_id, datetime.fromtimestamp(session.expires_at, UTC))
         await self._pool.execute(_SWEEP_REVOKED_SQL)  # rows whose token expired anyway
 
