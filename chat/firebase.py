@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +32,9 @@ from chat.people import People, Person
 
 # An ID token is a few hundred bytes to a couple of kilobytes; longer is not one.
 ID_TOKEN_CHARS_MAX = 4096
+# Tokens verified lately, remembered (by digest, until they expire) so a client's every
+# request does not pay for the RS256 check again (bench/identity_cost.py measures both).
+VERIFIED_REMEMBERED_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,7 @@ class FirebaseTokens:
         self._app = firebase_admin.initialize_app(
             credential=_NoCredential(), options={"projectId": project_id}, name=app_name or f"avagenc-{project_id}"
         )
+        self._verified: OrderedDict[str, ProviderIdentity] = OrderedDict()
         if certs_url is not None:
             # The SDK reads the certificates' address once, into its verifier; there is no
             # public option for it, so a test (or a mirror) sets it here.
@@ -65,12 +71,20 @@ class FirebaseTokens:
     async def identity(self, token: str) -> ProviderIdentity:
         if not token or len(token) > ID_TOKEN_CHARS_MAX or not token.isascii() or token.count(".") != 2:
             raise Unauthorized("The token is not valid.")
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        known = self._verified.get(digest)
+        if known is not None and known.expires_at > time.time():
+            self._verified.move_to_end(digest)
+            return known
         claims = await asyncio.to_thread(self._claims, token)
         name = str(claims.get("name") or claims.get("email") or "Friend")[:100].strip() or "Friend"
-        digest = hashlib.sha256(token.encode()).hexdigest()
-        return ProviderIdentity(
+        found = ProviderIdentity(
             subject=str(claims["sub"]), name=name, session_id=f"fb_{digest[:40]}", expires_at=int(claims["exp"])
         )
+        self._verified[digest] = found
+        while len(self._verified) > VERIFIED_REMEMBERED_MAX:
+            self._verified.popitem(last=False)
+        return found
 
     async def verify(self, token: str) -> str:
         """The Firebase uid the token names; raises `Unauthorized` otherwise."""
