@@ -67,6 +67,26 @@ async def test_any_bearer_bytes_are_a_401_over_http_and_live_events(app: App) ->
     await asyncio.to_thread(check)
 
 
+async def test_any_scheduler_credential_bytes_are_refused_without_a_5xx(app: App) -> None:
+    transport = httpx.ASGITransport(app=app.app)
+    loop = asyncio.get_running_loop()
+
+    @fuzz_settings
+    @given(raw=header_bytes, as_signature=st.booleans())
+    def check(raw: bytes, as_signature: bool) -> None:
+        header = (b"x-avagenc-signature", raw) if as_signature else (b"authorization", b"Bearer " + raw)
+
+        async def probe() -> None:
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                response = await client.post("/v1/reminders/rem_1/deliver", headers=[header])
+                assert response.status_code in (401, 404), response.text
+                assert response.headers["content-type"] == PROBLEM
+
+        asyncio.run_coroutine_threadsafe(probe(), loop).result(60)
+
+    await asyncio.to_thread(check)
+
+
 async def test_any_query_token_is_a_401_on_live_events(app: App) -> None:
     transport = httpx.ASGITransport(app=app.app)
     loop = asyncio.get_running_loop()
