@@ -168,7 +168,7 @@ def build_router(api: ChatApi) -> APIRouter:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
 
-    @router.post("/auth/sign-out", status_code=204, tags=["identity"], responses=problem_responses(401))
+    @router.post("/auth/sign-out", status_code=204, tags=["identity"], responses=problem_responses(401, 422))
     async def sign_out(authorization: Annotated[str | None, Header()] = None) -> Response:
         """End this session on every instance: its token is refused from now on."""
         await person_from(api, _bearer(authorization))
