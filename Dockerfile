@@ -3,6 +3,9 @@
 # suits a demo, not a deployment: state would die with the container.)
 FROM python:3.11-slim-bookworm
 
+# HOST=0.0.0.0 is a public bind: `avagenc serve` refuses local sign-in there unless the
+# deployment sets LOCAL_SIGN_IN_ON_PUBLIC_BIND=true itself (docs/http.md#authentication);
+# the image never does.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \

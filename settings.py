@@ -7,6 +7,7 @@ build the whole app from one object.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -14,6 +15,15 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 S = TypeVar("S", bound=BaseSettings)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
 
 
 class Settings(BaseSettings):
@@ -38,6 +48,14 @@ class Settings(BaseSettings):
     # in AVAGENC_HOME/session_secret, so tokens survive restarts.
     session_secret: SecretStr | None = None
     session_ttl_s: int = Field(default=30 * 24 * 3600, ge=60)
+    # Local sign-in (a display name is the account) suits one trusted machine. On a bind
+    # anyone else can reach, `avagenc serve` refuses to start unless this says so.
+    local_sign_in_on_public_bind: bool = False
+    # A Firebase project: people sign in with Firebase ID tokens (verified with
+    # firebase-admin against Google's published certificates) and local sign-in is off.
+    firebase_project_id: str | None = Field(default=None, min_length=1, max_length=100)
+    # Where Google's ID token certificates are fetched (a mirror; the tests serve their own).
+    firebase_certs_url: str | None = None
 
     # The person's zone when a request carries no `time-zone` header and none is stored.
     default_time_zone: str = "UTC"
@@ -75,6 +93,14 @@ class Settings(BaseSettings):
     # Server-Sent Events: open streams per person, and the keep-alive comment interval.
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
+
+    # Limits (docs/http.md#limits), each answered 429 with Retry-After and counted in the
+    # database, so they hold across every instance: sign-in attempts per client address
+    # per window; messages a person may post per minute, and have in flight at once.
+    sign_ins_per_address_max: int = Field(default=10, ge=1, le=1_000_000)
+    sign_in_window_s: int = Field(default=60, ge=1, le=86_400)
+    runs_per_person_per_minute_max: int = Field(default=30, ge=1, le=1_000_000)
+    runs_in_flight_per_person_max: int = Field(default=3, ge=1, le=100)
 
     # The wallet: what a new person starts with (Rp 5,000), and the operator's API key
     # for POST /v1/admin/topups (the endpoint answers 404 while this is unset).
@@ -172,6 +198,17 @@ class Settings(BaseSettings):
             if missing:
                 raise ValueError(f"CLOUD_TASKS_QUEUE needs {' and '.join(missing)}")
         return self
+
+    def public_local_sign_in(self) -> str | None:
+        """Why serving would be unsafe: local sign-in on a bind other machines can reach
+        without LOCAL_SIGN_IN_ON_PUBLIC_BIND; None when it is not."""
+        if self.firebase_project_id or self.local_sign_in_on_public_bind or _is_loopback(self.host):
+            return None
+        return (
+            f"LOCAL_SIGN_IN_ON_PUBLIC_BIND: HOST={self.host} can be reached from other machines, where "
+            "local sign-in lets anyone sign in as anyone by typing their name; bind to 127.0.0.1, "
+            "or set LOCAL_SIGN_IN_ON_PUBLIC_BIND=true if every client is trusted"
+        )
 
     def model_for(self, agent: str) -> str:
         """The Gemini model name for one agent, falling back to GEMINI_MODEL."""

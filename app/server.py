@@ -39,12 +39,17 @@ from chat import (
     EventHub,
     EventLog,
     Forgetting,
+    Limits,
     LocalTokens,
     Outbox,
     People,
+    Rate,
     Runs,
+    Sessions,
     Sweeper,
     Threads,
+    Tickets,
+    TokenVerifier,
     Turns,
     Wallet,
     drain_detached,
@@ -54,7 +59,7 @@ from chat import (
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
-from web import ChatApi, WakeDoors, build_app
+from web import ChatApi, EdgeLimits, WakeDoors, build_app
 
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it.
@@ -78,6 +83,9 @@ class Services:
     wallet: Wallet
     ledger: PostgresLedger
     local_tokens: LocalTokens
+    sessions: Sessions
+    verifier: TokenVerifier
+    tickets: Tickets
     voice: VoiceDoors
     toolbox: Toolbox
     knowledge: KnowledgeParts
@@ -93,6 +101,28 @@ class Services:
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
         await end_calls(self.voice)
+
+
+def build_identity(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    people: People,
+    wallet: Wallet,
+    local: LocalTokens,
+) -> tuple[Sessions, TokenVerifier]:
+    """Who signs people in: Firebase when a project is configured (firebase-admin, loaded
+    only then), else our own local tokens; either way sessions can be signed out."""
+    if not settings.firebase_project_id:
+        sessions = Sessions(local, pool)
+        return sessions, sessions
+    from chat.firebase import FirebasePeople, FirebaseTokens
+
+    tokens = FirebaseTokens(settings.firebase_project_id, certs_url=settings.firebase_certs_url)
+    stack.callback(tokens.close)
+    sessions = Sessions(tokens, pool)
+    return sessions, FirebasePeople(tokens, sessions, people, on_signup=lambda person: wallet.grant_signup(person.id))
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -203,8 +233,10 @@ async def bootstrap(
     start_sweeping(sweeper, stack)
     await start_learning(memory, hub, stack)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
+    sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
+    tickets = Tickets(pool)
     voice, speech, preload = build_voice(
-        settings, stack, dsn=dsn, people=people, local_tokens=local_tokens, turns=turns, wallet=wallet
+        settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
     )
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
@@ -217,7 +249,7 @@ async def bootstrap(
         "model": type(chosen).__name__,
         # The sandbox always; "+ the live adapter" where the vendor's credentials are set.
         **specialists.adapters(),
-        "identity": "LocalTokens",
+        "identity": "FirebaseTokens" if settings.firebase_project_id else "LocalTokens (revocable sessions)",
         "speech": speech,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
@@ -235,6 +267,9 @@ async def bootstrap(
         wallet=wallet,
         ledger=ledger,
         local_tokens=local_tokens,
+        sessions=sessions,
+        verifier=verifier,
+        tickets=tickets,
         voice=voice,
         toolbox=toolbox,
         knowledge=memory,
@@ -254,14 +289,23 @@ def serve_app(services: Services) -> FastAPI:
     settings = services.settings
     api = ChatApi(
         people=services.people,
-        verifier=services.local_tokens,
-        local_tokens=services.local_tokens,
+        verifier=services.verifier,
+        # Local sign-in only where Firebase does not sign people in.
+        local_tokens=None if settings.firebase_project_id else services.local_tokens,
+        sessions=services.sessions,
+        tickets=services.tickets,
         turns=services.turns,
         threads=services.threads,
         event_log=EventLog(services.pool),
         hub=services.hub,
         sse_streams_per_person_max=settings.sse_streams_per_person_max,
         sse_keepalive_s=settings.sse_keepalive_s,
+        limits=Limits(services.pool),
+        edge_limits=EdgeLimits(
+            sign_ins_per_address=Rate(max=settings.sign_ins_per_address_max, window_s=settings.sign_in_window_s),
+            runs_per_person=Rate(max=settings.runs_per_person_per_minute_max, window_s=60),
+            runs_in_flight_per_person_max=settings.runs_in_flight_per_person_max,
+        ),
         on_signup=lambda person: services.wallet.grant_signup(person.id),
     )
     parts = services.reminders

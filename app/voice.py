@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agents import SpokenReply
-from chat import LiveCall, LocalTokens, People, Turns, Wallet
+from chat import LiveCall, People, Tickets, TokenVerifier, Turns, Wallet
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -75,7 +75,8 @@ def build_voice(
     *,
     dsn: str,
     people: People,
-    local_tokens: LocalTokens,
+    verifier: TokenVerifier,
+    tickets: Tickets,
     turns: Turns,
     wallet: Wallet,
 ) -> tuple[VoiceDoors, str, threading.Thread | None]:
@@ -86,7 +87,8 @@ def build_voice(
     engines, speech, preload = choose_engines(settings, stack)
     voice = VoiceDoors(
         people=people,
-        verifier=local_tokens,
+        verifier=verifier,
+        tickets=tickets,
         turns=turns,
         engines=engines,
         guard=lambda person: wallet.guard(person.id),

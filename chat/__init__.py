@@ -15,6 +15,7 @@ from chat.errors import (
     DateInvalid,
     KnowledgeUnavailable,
     NotFound,
+    RateLimited,
     SignInDisabled,
     TimeZoneInvalid,
     TooManyStreams,
@@ -22,8 +23,9 @@ from chat.errors import (
 )
 from chat.events import EventHub, EventLog
 from chat.forgetting import Forgetting, no_wakes
-from chat.identity import LocalTokens, TokenVerifier
+from chat.identity import LocalTokens, Session, Sessions, Tickets, TokenVerifier
 from chat.learning import Learning
+from chat.limits import Lease, Limits, Rate
 from chat.outbox import Outbox
 from chat.people import People, Person
 from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
@@ -46,6 +48,8 @@ __all__ = [
     "Forgetting",
     "KnowledgeUnavailable",
     "Learning",
+    "Lease",
+    "Limits",
     "LiveCall",
     "LocalTokens",
     "Message",
@@ -55,13 +59,18 @@ __all__ = [
     "PeopleStore",
     "Person",
     "PostgresEvents",
+    "Rate",
+    "RateLimited",
     "Run",
     "RunStore",
     "Runs",
+    "Session",
+    "Sessions",
     "SignInDisabled",
     "Sweeper",
     "ThreadStore",
     "Threads",
+    "Tickets",
     "TimeZoneInvalid",
     "TokenVerifier",
     "TooManyStreams",

@@ -52,6 +52,21 @@ class KnowledgeUnavailable(ChatError):
 class TooManyStreams(ChatError):
     type = "too_many_streams"
 
+    def __init__(self, message: str, *, retry_after_s: int = 5) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class RateLimited(ChatError):
+    """Too many attempts (sign-ins, runs) in a window, or too many at once; `retry_after_s`
+    says when the next may succeed."""
+
+    type = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
 
 class SignInDisabled(ChatError):
     type = "local_sign_in_disabled"

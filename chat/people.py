@@ -30,6 +30,18 @@ WITH person AS (
 )
 SELECT id, name, time_zone, created_at, language, created FROM person
 """
+_CREATE_PROVIDED_SQL = """
+WITH person AS (
+    INSERT INTO people (id, name, provider_subject, time_zone) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (provider_subject) DO UPDATE SET provider_subject = EXCLUDED.provider_subject
+    RETURNING id, name, time_zone, created_at, language, (xmax = 0) AS created
+), thread AS (
+    INSERT INTO threads (person_id) SELECT id FROM person WHERE created
+    ON CONFLICT DO NOTHING
+)
+SELECT id, name, time_zone, created_at, language, created FROM person
+"""
+_FIND_PROVIDED_SQL = "SELECT id, name, time_zone, created_at, language FROM people WHERE provider_subject = $1"
 _GET_SQL = "SELECT id, name, time_zone, created_at, language FROM people WHERE id = $1"
 _FIND_LOCAL_SQL = "SELECT id, name, time_zone, created_at, language FROM people WHERE local_key = $1"
 _SET_ZONE_SQL = "UPDATE people SET time_zone = $2 WHERE id = $1 AND time_zone <> $2"
@@ -83,6 +95,20 @@ class People:
         clean = " ".join(name.split())
         row = await self._pool.fetchrow(
             _CREATE_LOCAL_SQL, f"usr_{secrets.token_hex(8)}", clean, normalise_name(clean), self._default_time_zone
+        )
+        assert row is not None
+        return _person(row), bool(row["created"])
+
+    async def sign_in_provided(self, subject: str, name: str) -> tuple[Person, bool]:
+        """The person an identity provider's subject (a Firebase uid) names, created the
+        first time it is seen; and whether new. The subject, never the name, is the account."""
+        # Every request names its person this way: a read, and the upsert only the first time.
+        found = await self._pool.fetchrow(_FIND_PROVIDED_SQL, subject)
+        if found is not None:
+            return _person(found), False
+        clean = " ".join(name.split())[:NAME_CHARS_MAX] or "Friend"
+        row = await self._pool.fetchrow(
+            _CREATE_PROVIDED_SQL, f"usr_{secrets.token_hex(8)}", clean, subject, self._default_time_zone
         )
         assert row is not None
         return _person(row), bool(row["created"])

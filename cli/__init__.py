@@ -309,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         overrides["port"] = args.port
     settings = _settings(overrides)
     if args.verb == "serve":
+        unsafe = settings.public_local_sign_in()
+        if unsafe is not None:
+            print(f"error: setting {unsafe}", file=sys.stderr)
+            sys.exit(2)
         asyncio.run(serve(settings))
         sys.exit(0)
     if args.verb == "chat":

@@ -46,7 +46,7 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
     async def speaker(websocket: WebSocket) -> None:
         await websocket.accept()
         try:
-            person = await doors.person_for(_token(websocket))
+            person = await doors.person_for(_token(websocket), ticket=websocket.query_params.get("ticket"))
             if person is None:
                 raise Unauthorized("A valid bearer token is required.")
             try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from typing import Any
 
 from fastapi import WebSocket
@@ -68,22 +69,28 @@ def close_code(exc: BaseException) -> int:
     return CLOSE_CODES.get(getattr(exc, "type", ""), 1008) if isinstance(exc, DOMAIN_ERRORS) else INTERNAL_CLOSE
 
 
-def error_event(exc: BaseException) -> dict[str, str]:
-    """The sockets' error event (docs/sockets.md#close-codes); an unexpected error says nothing of its insides."""
+def error_event(exc: BaseException, correlation: str | None = None) -> dict[str, str]:
+    """The sockets' error event (docs/sockets.md#close-codes); an unexpected error says
+    nothing of its insides, only the id the server's log line about it carries."""
     if isinstance(exc, DOMAIN_ERRORS):
         return {"type": "error", "code": getattr(exc, "type", "error"), "message": str(exc)}
-    return {"type": "error", "code": "internal_error", "message": "Something went wrong on our side."}
+    event = {"type": "error", "code": "internal_error", "message": "Something went wrong on our side."}
+    if correlation is not None:
+        event["correlation_id"] = correlation
+    return event
 
 
 async def refuse(websocket: WebSocket, exc: BaseException) -> int:
     """Send the error event, then close with the type's code (which is returned). A peer
     that is already gone is not an error."""
     code = close_code(exc)
+    correlation = None
     if code == INTERNAL_CLOSE:
-        log.error("voice door failed", exc_info=exc)
+        correlation = f"err_{secrets.token_hex(8)}"
+        log.error("voice door failed [%s]", correlation, exc_info=exc)
     try:
         if websocket.application_state == WebSocketState.CONNECTED:
-            await websocket.send_text(json.dumps(error_event(exc)))
+            await websocket.send_text(json.dumps(error_event(exc, correlation)))
             await websocket.close(code=code)
     except (WebSocketDisconnect, RuntimeError, OSError):
         log.debug("peer gone before the error could be sent")
@@ -133,7 +140,9 @@ def parse_frame(text: str | None, *, bytes_max: int, depth_max: int = FRAME_DEPT
         raise ProtocolViolation(f"JSON nested deeper than {depth_max} levels is refused.")
     try:
         event = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError and also an integer longer than Python's
+        # conversion limit (4,300 digits), which json.loads refuses with a bare ValueError.
         raise BadJson("Text frames must be JSON.") from exc
     if not isinstance(event, dict):
         raise ProtocolViolation("Text frames must be JSON objects.")

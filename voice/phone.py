@@ -10,7 +10,8 @@ in the `phone` channel.
 
 The caller is identified by a per-person phone link: for now the person's session token
 as a `<Parameter name="token">` (or `?token=` on the URL, for bridges that can set one;
-Twilio's own `<Stream>` URL does not carry a query string). Twilio has no error channel,
+Twilio's own `<Stream>` URL does not carry a query string), or a single-use door ticket
+(`<Parameter name="ticket">`, from `POST /v1/tickets`), which names no session once used. Twilio has no error channel,
 so a refusal is the speaker's error event (which Twilio ignores; other bridges may read it),
 the close code and a log line, from the same translator as the speaker door
 (`voice.edge.refuse`): 4401 bad or missing token, 4402 empty wallet, 4409 / 1013 no call
@@ -217,7 +218,10 @@ async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, 
         raise ProtocolViolation("No start event arrived in time.") from exc
     if stream is None:
         return None
-    person = await doors.person_for(stream.parameters.get("token") or websocket.query_params.get("token"))
+    person = await doors.person_for(
+        stream.parameters.get("token") or websocket.query_params.get("token"),
+        ticket=stream.parameters.get("ticket") or websocket.query_params.get("ticket"),
+    )
     if person is None:
         raise Unauthorized("The phone link carries no valid token.")
     # A `<Parameter name="time_zone">` must name an IANA zone, as the speaker's `start` must.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pipecat.processors.frame_processor import FrameProcessor
 
-from chat import ChatError, People, Person, TokenVerifier, Turns
+from chat import ChatError, People, Person, Tickets, TokenVerifier, Turns
 from ledger import VoiceUsage
 from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
 from voice.pipeline import Engines, TurnTiming
@@ -40,6 +40,8 @@ class VoiceDoors:
     timing: TurnTiming = field(default_factory=TurnTiming)
     guard: Guard | None = None
     bill: VoiceBill | None = None
+    # Single-use tickets a speaker may open its socket with instead of a token in the URL.
+    tickets: Tickets | None = None
     # What the call limits measure time with (tests move a clock by hand).
     clock: Clock = field(default_factory=MonotonicClock)
     registry: CallRegistry = field(init=False)
@@ -58,14 +60,17 @@ class VoiceDoors:
 
         return [UsageMeter(charge)]
 
-    async def person_for(self, token: str | None) -> Person | None:
-        if not token:
-            return None
+    async def person_for(self, token: str | None, *, ticket: str | None = None) -> Person | None:
+        """The person a bearer token (or else a door ticket, used up here) names; None for
+        anything else."""
         try:
-            person = await self.people.get(await self.verifier.verify(token))
+            if token:
+                return await self.people.get(await self.verifier.verify(token))
+            if ticket and self.tickets is not None:
+                return await self.people.get(await self.tickets.redeem(ticket))
         except ChatError:
             return None
-        return person
+        return None
 
     async def end_all_calls(self, *, reason: str, timeout_s: float) -> None:
         """End every live call of this process, on every door: Ava says a short goodbye

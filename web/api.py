@@ -10,24 +10,32 @@ another person's data.
 """
 
 import asyncio
+import functools
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from fastapi import APIRouter, Depends, Header, Query
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from chat import (
     EventHub,
     EventLog,
+    Lease,
+    Limits,
     LocalTokens,
     People,
     Person,
+    Rate,
+    RateLimited,
+    Sessions,
     SignInDisabled,
     Threads,
+    Tickets,
     TokenVerifier,
     TooManyStreams,
     Turns,
@@ -36,11 +44,22 @@ from chat import (
     run_detached,
 )
 from web.edge import problem_responses
-from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TurnOut
+from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TicketOut, TurnOut
 
 PAGE_MAX = 200
 SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
 _EVENT_ID = re.compile(r"[0-9]{1,18}")
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeLimits:
+    """The limits the text API applies (docs/http.md#limits), from the settings."""
+
+    sign_ins_per_address: Rate
+    runs_per_person: Rate
+    runs_in_flight_per_person_max: int
+    # A run in flight holds its place at most this long if its process dies mid-run.
+    run_lease_s: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +69,29 @@ class ChatApi:
     people: People
     verifier: TokenVerifier
     local_tokens: LocalTokens | None
+    sessions: Sessions
+    tickets: Tickets
     turns: Turns
     threads: Threads
     event_log: EventLog
     hub: EventHub
     sse_streams_per_person_max: int
     sse_keepalive_s: float
+    limits: Limits
+    edge_limits: EdgeLimits
     on_signup: Callable[[Person], Awaitable[None]] | None = None
+
+    @property
+    def stream_lease_s(self) -> float:
+        """How long a live-event stream's place outlives a process that died holding it;
+        an open stream renews it at every keep-alive."""
+        return max(3 * self.sse_keepalive_s, 30.0)
+
+
+def client_address(request: Request) -> str:
+    """The address limits count by: the peer (uvicorn puts a trusted proxy's forwarded
+    address here when told to trust it)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 def _bearer(authorization: str | None) -> str:
@@ -70,6 +105,13 @@ def _bearer(authorization: str | None) -> str:
 
 async def person_from(api: ChatApi, token: str) -> Person:
     person = await api.people.get(await api.verifier.verify(token))
+    if person is None:
+        raise Unauthorized("This account no longer exists.")
+    return person
+
+
+async def _ticket_holder(api: ChatApi, ticket: str) -> Person:
+    person = await api.people.get(await api.tickets.redeem(ticket))
     if person is None:
         raise Unauthorized("This account no longer exists.")
     return person
@@ -112,16 +154,32 @@ def build_router(api: ChatApi) -> APIRouter:
     current_zone = current_zone_dependency(api, current_person)
 
     @router.post(
-        "/auth/local", response_model=SignedIn, tags=["identity"], responses=problem_responses(400, 404, 413, 422)
+        "/auth/local", response_model=SignedIn, tags=["identity"], responses=problem_responses(400, 404, 413, 422, 429)
     )
-    async def sign_in_local(body: LocalSignIn) -> dict[str, Any]:
+    async def sign_in_local(body: LocalSignIn, request: Request) -> dict[str, Any]:
         """Local sign-in (single-machine mode): a display name in, a session token out."""
         if api.local_tokens is None:
             raise SignInDisabled("This server signs people in with Firebase.")
+        await api.limits.hit(
+            f"sign_in:{client_address(request)}", api.edge_limits.sign_ins_per_address, what="sign-ins from one address"
+        )
         person, created = await api.people.sign_in_local(body.name)
         if created and api.on_signup is not None:
             await api.on_signup(person)
         return {"token": api.local_tokens.issue(person.id), "user": person.as_json()}
+
+    @router.post("/auth/sign-out", status_code=204, tags=["identity"], responses=problem_responses(401, 422))
+    async def sign_out(authorization: Annotated[str | None, Header()] = None) -> Response:
+        """End this session on every instance: its token is refused from now on."""
+        await person_from(api, _bearer(authorization))
+        await api.sessions.sign_out(_bearer(authorization))
+        return Response(status_code=204)
+
+    @router.post("/tickets", response_model=TicketOut, tags=["identity"], responses=problem_responses(401, 422))
+    async def ticket(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+        """A single-use ticket, good for a minute, to open live events (`?ticket=`) or the
+        speaker socket by URL: the URL a log keeps then names no session."""
+        return {"ticket": await api.tickets.issue(person.id), "expires_in_s": int(api.tickets.ttl_s)}
 
     @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401, 422))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
@@ -131,7 +189,7 @@ def build_router(api: ChatApi) -> APIRouter:
         "/messages",
         response_model=TurnOut,
         tags=["thread"],
-        responses=problem_responses(400, 401, 402, 413, 422, 503),
+        responses=problem_responses(400, 401, 402, 413, 422, 429, 503),
     )
     async def post_message(
         body: PostMessage,
@@ -139,11 +197,22 @@ def build_router(api: ChatApi) -> APIRouter:
         zone: Annotated[ZoneInfo, Depends(current_zone)],
     ) -> dict[str, Any]:
         """Write a message to the person's thread, run whoever it is for, return what was written."""
-        # The turn runs as its own task: a client that disconnects does not cancel the
-        # runs halfway, so the thread and the usage records stay whole.
-        result = await run_detached(
-            api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
+        limits = api.edge_limits
+        await api.limits.hit(f"runs:{person.id}", limits.runs_per_person, what="messages")
+        busy = RateLimited(
+            f"At most {limits.runs_in_flight_per_person_max} messages in flight at once.", retry_after_s=5
         )
+        async with api.limits.lease(
+            f"runs_in_flight:{person.id}",
+            cap=limits.runs_in_flight_per_person_max,
+            ttl_s=limits.run_lease_s,
+            refused=busy,
+        ):
+            # The turn runs as its own task: a client that disconnects does not cancel the
+            # runs halfway, so the thread and the usage records stay whole.
+            result = await run_detached(
+                api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
+            )
         await api.people.learn_language(person, body.text)  # the language their calls are heard in
         return result.as_json()
 
@@ -170,22 +239,34 @@ def build_router(api: ChatApi) -> APIRouter:
         authorization: Annotated[str | None, Header()] = None,
         last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
         access_token: Annotated[str | None, Query(max_length=300)] = None,
+        ticket: Annotated[str | None, Query(max_length=300)] = None,
         after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
     ) -> StreamingResponse:
         """Server-Sent Events: message, run.started, run.finished, wallet.changed, …
 
-        Browsers' EventSource cannot set headers, so `access_token` may carry the token.
+        Browsers' EventSource cannot set headers: `ticket` (from POST /v1/tickets, single
+        use) opens the stream instead; `access_token` still does, but its URL is a session.
         Resumes after `Last-Event-ID` (or `after`); otherwise starts with new events."""
-        person = await person_from(api, access_token if access_token else _bearer(authorization))
-        if api.hub.streams(person.id) >= api.sse_streams_per_person_max:
-            raise TooManyStreams(f"At most {api.sse_streams_per_person_max} live connections per person.")
+        if ticket is not None:
+            person = await _ticket_holder(api, ticket)
+        else:
+            person = await person_from(api, access_token if access_token else _bearer(authorization))
         cursor = after
         if last_event_id is not None and _EVENT_ID.fullmatch(last_event_id):
             cursor = int(last_event_id)
         if cursor is None:
             cursor = await api.event_log.latest_id(person.id)
-        return StreamingResponse(
-            _stream(api, person.id, cursor),
+        # The place is taken last, once nothing else can refuse the stream, and given back
+        # when the stream ends; one count for every instance (chat.limits).
+        lease = await api.limits.take(
+            f"streams:{person.id}",
+            cap=api.sse_streams_per_person_max,
+            ttl_s=api.stream_lease_s,
+            refused=TooManyStreams(f"At most {api.sse_streams_per_person_max} live connections per person."),
+        )
+        return _LeasedStream(
+            _events(api, person.id, cursor, lease),
+            release=functools.partial(api.limits.release, lease),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -193,10 +274,34 @@ def build_router(api: ChatApi) -> APIRouter:
     return router
 
 
-async def _stream(api: ChatApi, person_id: str, cursor: int) -> AsyncIterator[str]:
+class _LeasedStream(StreamingResponse):
+    """A live-event stream that gives its place back the moment it ends, however it ends.
+
+    A generator's own `finally` is not enough: when the client goes away, Starlette stops
+    iterating the generator without closing it, and it would hold its place until the
+    garbage collector found it."""
+
+    def __init__(self, content: AsyncGenerator[str], *, release: Callable[[], Awaitable[None]], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._content = content
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._content.aclose()
+            await self._release()
+
+
+async def _events(api: ChatApi, person_id: str, cursor: int, lease: Lease) -> AsyncGenerator[str]:
+    renewed_at = asyncio.get_running_loop().time()
     async with api.hub.subscribe(person_id) as wake:
         yield "retry: 2000\n\n"
         while True:
+            if asyncio.get_running_loop().time() - renewed_at > lease.ttl_s / 3:
+                await lease.renew()
+                renewed_at = asyncio.get_running_loop().time()
             wake.clear()
             batch = await api.event_log.since(person_id, cursor)
             for event in batch:

@@ -39,6 +39,7 @@ from web.edge import (
 )
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
+from web.redaction import redact_access_log
 from web.reminders import build_callback_router, build_reminders_router
 from web.wallet import build_wallet_router
 
@@ -97,6 +98,7 @@ def build_app(
         app.add_exception_handler(gone, on_database_gone)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(BodyLimit)
+    redact_access_log()  # credentials some clients must put in URLs never reach the log
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:

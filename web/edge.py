@@ -10,6 +10,7 @@ echoing input back; anything unexpected is a bare `internal_error` with no inter
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 import asyncpg
@@ -17,6 +18,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from web.schemas import Problem
@@ -35,7 +37,7 @@ _DESCRIPTIONS = {
     413: "The request body is too large",
     415: "Unsupported media format",
     422: "Some fields are missing or wrong",
-    429: "Too many live connections",
+    429: "Too many requests or live connections; retry after the Retry-After seconds",
     503: "Busy; retry after the Retry-After seconds",
 }
 
@@ -73,6 +75,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "thread_busy": (503, "Your thread is busy with another request"),
     "knowledge_unavailable": (503, "Memory is not reachable right now"),
     "too_many_streams": (429, "Too many live connections"),
+    "rate_limited": (429, "Too many requests; retry after the Retry-After seconds"),
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),
     # ledger
@@ -116,9 +119,14 @@ async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
     type_ = str(getattr(exc, "type", "") or "")
     status, title = HTTP_STATUS.get(type_, (500, ""))
     if status >= 500 and status != 503:
-        log.error("domain error %s answered 500", type_ or type(exc).__name__, exc_info=exc)
-        return _internal()
-    return problem(status, type_, title, str(exc) or None)
+        correlation = correlation_id()
+        log.error("domain error %s answered 500 [%s]", type_ or type(exc).__name__, correlation, exc_info=exc)
+        return _internal(correlation)
+    response = problem(status, type_, title, str(exc) or None)
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if status == 429 and isinstance(retry_after_s, int):
+        response.headers["Retry-After"] = str(retry_after_s)
+    return response
 
 
 # The names web.app registers; one translator behind them.
@@ -137,14 +145,42 @@ async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
     return problem(422, "validation_failed", "Some fields are missing or wrong", errors=errors)
 
 
-async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     kinds = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 401: "unauthorized"}
-    return problem(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail))
+    response = problem(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail))
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    if exc.status_code == 405:
+        # RFC 9110 asks a 405 to name every method the path takes; Starlette names only
+        # those of the first route that matched the path (GET and POST /v1/messages are two).
+        response.headers["Allow"] = ", ".join(_allowed_methods(request))
+    return response
 
 
-def _internal() -> JSONResponse:
-    response = problem(500, "internal_error", "Something went wrong on our side")
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods some route takes on this path: asked of the router itself, method by
+    method, since included routers nest their routes out of a flat list's sight."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+
+
+def correlation_id() -> str:
+    """A fresh id tying a 5xx answer to the server's log line about it."""
+    return f"err_{secrets.token_hex(8)}"
+
+
+def _internal(correlation: str) -> JSONResponse:
+    # The body is generic on purpose; the id is the one thing an operator needs to find
+    # the traceback the log line beside it carries.
+    response = problem(500, "internal_error", "Something went wrong on our side", correlation_id=correlation)
     # Starlette re-raises after sending a 500 and the server then drops the connection;
     # saying so keeps a keep-alive client from reusing a socket that is about to close.
     response.headers["Connection"] = "close"
@@ -170,8 +206,9 @@ async def on_database_gone(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _internal()
+    correlation = correlation_id()
+    log.error("unhandled error on %s %s [%s]", request.method, request.url.path, correlation, exc_info=exc)
+    return _internal(correlation)
 
 
 class BodyLimit:

@@ -101,9 +101,16 @@ class MessagesPage(BaseModel):
     has_more: bool
 
 
+class TicketOut(BaseModel):
+    ticket: str
+    expires_in_s: int
+
+
 class Problem(BaseModel):
     type: str
     title: str
     status: int
     detail: str | None = None
     errors: list[dict[str, Any]] | None = None
+    # On a 500: the id the server's log line about it carries.
+    correlation_id: str | None = None

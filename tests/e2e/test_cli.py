@@ -46,7 +46,7 @@ async def balance(pool: asyncpg.Pool, name: str) -> int:
 async def test_users_token_creates_the_person_with_the_grant(settings: Settings, pool: asyncpg.Pool) -> None:
     result = avagenc(settings, "users", "token", "Budi")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().startswith("v1.usr_")
+    assert result.stdout.strip().startswith("v2.usr_")
     assert await balance(pool, "budi") == GRANT
 
 
@@ -166,7 +166,7 @@ async def test_wallet_verify_on_a_stopped_state_folder_exits_0_or_1_every_time_a
     state = tmp_path / "state"
     created = on_stopped_folder(state, "users", "token", "Budi")
     assert created.returncode == 0, created.stderr[-2000:]
-    assert created.stdout.strip().startswith("v1.usr_")
+    assert created.stdout.strip().startswith("v2.usr_")
     assert not voice_loaded(created)
     for attempt in range(20):
         result = on_stopped_folder(state, "wallet", "verify")

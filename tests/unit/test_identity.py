@@ -18,7 +18,7 @@ async def test_a_token_names_its_person() -> None:
     [
         lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),
         lambda t: t.replace("usr_1", "usr_2"),
-        lambda t: "v2" + t[2:],
+        lambda t: "v9" + t[2:],
         lambda t: t + ".x",
         lambda t: "",
     ],

@@ -1,0 +1,114 @@
+"""Limits that hold across every instance sharing the database (docs/http.md#limits).
+
+Two shapes cover them all:
+
+- a **rate** (`Limits.hit`): at most `max` hits per key in a fixed window of `window_s`
+  seconds (sign-in attempts per client address, runs started per person per minute);
+  one upserted row per key and window, so the count is exact however many instances
+  count at once;
+- a **lease** (`Limits.lease`): at most `cap` held at once per key (live-event streams
+  per person, runs in flight per person). Counting and taking happen in one database
+  function under a per-key advisory lock, so twenty simultaneous opens take exactly
+  `cap` leases; a holder whose process died lets go when its lease lapses (`ttl_s`),
+  and a long holder renews it.
+
+A refusal is `RateLimited`, which carries how long to wait (the edge's `Retry-After`).
+Each check is one statement on the pool: no lock is held between requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import asyncpg
+
+from chat.errors import ChatError, RateLimited
+
+_HIT_SQL = """
+WITH hit AS (
+    INSERT INTO limit_windows (key, window_at, ends_at, hits)
+    VALUES ($1, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2),
+            to_timestamp(floor(extract(epoch FROM now()) / $2) * $2 + $2), 1)
+    ON CONFLICT (key, window_at) DO UPDATE SET hits = limit_windows.hits + 1
+    RETURNING hits, ends_at
+)
+SELECT hits, extract(epoch FROM ends_at - now())::float8 AS left_s FROM hit
+"""
+_TAKE_SQL = "SELECT take_limit_lease($1, $2, $3, $4)"
+_RENEW_SQL = "UPDATE limit_leases SET expires_at = now() + make_interval(secs => $2) WHERE id = $1"
+_RELEASE_SQL = "DELETE FROM limit_leases WHERE id = $1"
+_SWEEP_SQL = """
+WITH windows AS (DELETE FROM limit_windows WHERE ends_at < now() RETURNING 1),
+     leases AS (DELETE FROM limit_leases WHERE expires_at < now() RETURNING 1)
+SELECT (SELECT count(*) FROM windows) + (SELECT count(*) FROM leases)
+"""
+# Counting windows are swept every this many hits (one process's share of the work).
+SWEEP_EVERY_HITS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """At most `max` hits per `window_s` seconds."""
+
+    max: int
+    window_s: int
+
+    def __post_init__(self) -> None:
+        assert self.max >= 1, "a rate allows at least one hit"
+        assert self.window_s >= 1, "a window lasts at least a second"
+
+
+class Lease:
+    """A held place under a cap; renew it while holding longer than its time to live."""
+
+    def __init__(self, pool: asyncpg.Pool, lease_id: str, ttl_s: float) -> None:
+        self._pool = pool
+        self.id = lease_id
+        self.ttl_s = ttl_s
+
+    async def renew(self) -> None:
+        await self._pool.execute(_RENEW_SQL, self.id, self.ttl_s)
+
+
+class Limits:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._hits = 0
+
+    async def hit(self, key: str, rate: Rate, *, what: str) -> None:
+        """Count one hit on `key`; raises `RateLimited` once the window holds more than `rate.max`."""
+        row = await self._pool.fetchrow(_HIT_SQL, key, rate.window_s)
+        assert row is not None
+        self._hits += 1
+        if self._hits % SWEEP_EVERY_HITS == 0:
+            await self._pool.fetchval(_SWEEP_SQL)
+        if row["hits"] > rate.max:
+            raise RateLimited(
+                f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
+                retry_after_s=max(1, math.ceil(row["left_s"])),
+            )
+
+    @contextlib.asynccontextmanager
+    async def lease(self, key: str, *, cap: int, ttl_s: float, refused: ChatError) -> AsyncIterator[Lease]:
+        """Hold one of `cap` places on `key` for the block; raises `refused` when all are held."""
+        lease = await self.take(key, cap=cap, ttl_s=ttl_s, refused=refused)
+        try:
+            yield lease
+        finally:
+            await self.release(lease)
+
+    async def take(self, key: str, *, cap: int, ttl_s: float, refused: ChatError) -> Lease:
+        """Take one of `cap` places on `key` (release it with `release`); raises `refused` when all are held."""
+        lease_id = f"lse_{secrets.token_hex(8)}"
+        if not await self._pool.fetchval(_TAKE_SQL, key, lease_id, cap, ttl_s):
+            raise refused
+        return Lease(self._pool, lease_id, ttl_s)
+
+    async def release(self, lease: Lease) -> None:
+        # A release that cannot reach the database is not an error: the lease lapses.
+        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            await self._pool.execute(_RELEASE_SQL, lease.id)
