@@ -1,0 +1,99 @@
+"""The web app's group chat in a real browser (headless Debian Chromium, Playwright): sign
+in, write with `@` autocomplete, watch the team answer live, see messages posted from
+elsewhere, and lose no message across a dropped connection.
+
+One server and one browser serve the whole module (tests.fakes.browser); each test signs
+in as its own person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from tests.fakes.browser import WebApp, webapp
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WebApp]:
+    async with webapp(pg_admin_url, tmp_path_factory.mktemp("webapp-chat")) as harness:
+        yield harness
+
+
+async def thread_texts(web: WebApp) -> list[tuple[str, str]]:
+    items = web.page.locator("#thread li.msg")
+    authors = await items.evaluate_all("nodes => nodes.map(n => n.dataset.author || 'pending')")
+    texts = await web.page.locator("#thread li.msg .text").all_text_contents()
+    return list(zip(authors, texts, strict=True))
+
+
+async def test_signed_in_the_person_writes_with_autocomplete_and_sees_ava_hand_over_to_zee_live(
+    web: WebApp,
+) -> None:
+    await web.sign_in("Budi")
+    page = web.page
+    await page.focus("#text")
+    await page.keyboard.type("@z")
+    await page.wait_for_selector("#mentions li[data-name='zee']")
+    await page.keyboard.press("Enter")  # chooses the name; does not send
+    assert await page.input_value("#text") == "@zee "
+    await page.fill("#text", "")
+
+    await page.keyboard.type("turn on the bedroom light")
+    await page.keyboard.press("Enter")  # keyboard only
+    await page.wait_for_selector("#thread li[data-author='ava'] .mention", timeout=30_000)
+    await page.wait_for_selector("#thread li[data-author='zee']", timeout=30_000)
+    await page.wait_for_selector("#thread li.pending", state="detached")
+    await web.screenshot("chat")
+
+    shown = await thread_texts(web)
+    assert shown[0] == ("human", "turn on the bedroom light")
+    assert [a for a, _ in shown].count("human") == 1, "sent once, shown once"
+    ava = next(text for author, text in shown if author == "ava")
+    assert "@zee" in ava.lower()
+    assert all("#" not in text for _, text in shown), "no emotion tag is shown as text"
+    headers = await web.app.sign_in("Budi")
+    stored = (await web.app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    assert [m["author"] for m in stored].count("human") == 1, "the server holds it once"
+    assert len(stored) == len(shown), "every message the turn wrote is on the page"
+    assert await page.text_content("#working") == "", "nobody is still working"
+
+
+async def test_a_message_written_elsewhere_appears_live(web: WebApp) -> None:
+    await web.sign_in("Sari")
+    headers = await web.app.sign_in("Sari")  # the terminal, another tab: the same person
+    response = await web.app.say(headers, "hello Ava, from the terminal", client_id="term-1")
+    assert response.status_code == 200
+    written = response.json()["messages"]
+    for message in written:
+        await web.page.wait_for_selector(f"#thread li[data-id='{message['id']}']", timeout=15_000)
+    shown = await thread_texts(web)
+    assert shown[0] == ("human", "hello Ava, from the terminal")
+    assert len(shown) == len(written)
+
+
+async def test_a_dropped_connection_comes_back_and_loses_no_message(web: WebApp) -> None:
+    await web.sign_in("Dewi")
+    headers = await web.app.sign_in("Dewi")
+    web.proxy.drop()  # the network goes: the live stream breaks, reconnects are refused
+    await web.page.wait_for_selector("#notices li[data-notice='connection'].warning", timeout=15_000)
+    await web.screenshot("connection-lost")
+    response = await web.app.say(headers, "written while the browser was offline", client_id="term-2")
+    written = response.json()["messages"]
+    web.proxy.restore()
+    await web.page.wait_for_selector("#notices li[data-notice='connection'].ok", timeout=20_000)
+    for message in written:
+        await web.page.wait_for_selector(f"#thread li[data-id='{message['id']}']", timeout=15_000)
+    ids = await web.page.locator("#thread li.msg").evaluate_all("nodes => nodes.map(n => n.dataset.id)")
+    assert ids == [m["id"] for m in written], "each message once, in order"
+    assert not [line for line in web.console if line.startswith("pageerror")], web.console
+
+
+async def test_the_api_docs_render_with_no_internet(web: WebApp) -> None:
+    await web.page.goto(web.url + "/docs")
+    await web.page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
+    assert "Avagenc Chat" in (await web.page.text_content(".swagger-ui .info .title") or "")
