@@ -128,6 +128,15 @@ export class Thread {
     if (this.list.lastElementChild === node) node.scrollIntoView({ block: "nearest" });
   }
 
+  // After forget me: the thread starts afresh.
+  clearAll() {
+    this.list.replaceChildren();
+    this.nodes.clear();
+    this.oldest = null;
+    this.newest = 0;
+    this.olderButton.hidden = true;
+  }
+
   // --- live ----------------------------------------------------------------------------
 
   event(type, data) {
