@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Header
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 # Everything the app needs comes from this server; no inline script, no framing.
 APP_POLICY = (
@@ -89,7 +89,7 @@ def _asset_response(asset: Asset | None, accept_encoding: str | None, *, immutab
 
 
 def build_pages_router() -> APIRouter:
-    """The app's page (also at the OAuth callback), its assets,
+    """The app's page (also at the OAuth callback; `/call` redirects to its call view), its assets,
     `/favicon.ico` and `/docs`."""
     router = APIRouter(include_in_schema=False)
     assets = _load(_app_files())
@@ -106,6 +106,11 @@ def build_pages_router() -> APIRouter:
     # reads the code and state there and finishes linking.
     router.add_api_route("/", app_page, methods=["GET"])
     router.add_api_route("/link/{integration}/callback", app_page, methods=["GET"])
+
+    # The call page became the app's call view; old links and bookmarks land there.
+    @router.get("/call")
+    async def call() -> RedirectResponse:
+        return RedirectResponse("/#/call", status_code=308)
 
     @router.get("/assets/{given}/{name}")
     async def asset(given: str, name: str, accept_encoding: Annotated[str | None, Header()] = None) -> Response:
