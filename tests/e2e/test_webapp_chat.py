@@ -8,12 +8,14 @@ in as its own person.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from axe_playwright_python.async_playwright import Axe
 
-from tests.fakes.browser import WebApp, webapp
+from tests.fakes.browser import ARTEFACTS, WebApp, webapp
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -22,6 +24,13 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WebApp]:
     async with webapp(pg_admin_url, tmp_path_factory.mktemp("webapp-chat")) as harness:
         yield harness
+
+
+async def accessible(web: WebApp, view: str) -> None:
+    """No serious or critical axe-core violation on the view as shown."""
+    results = await Axe().run(web.page)
+    serious = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+    assert not serious, f"{view}: " + "; ".join(f"{v['id']}: {v['help']}" for v in serious)
 
 
 async def thread_texts(web: WebApp) -> list[tuple[str, str]]:
@@ -97,3 +106,81 @@ async def test_the_api_docs_render_with_no_internet(web: WebApp) -> None:
     await web.page.goto(web.url + "/docs")
     await web.page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
     assert "Avagenc Chat" in (await web.page.text_content(".swagger-ui .info .title") or "")
+
+
+async def test_the_sign_in_and_call_views_pass_the_scan(web: WebApp) -> None:
+    await web.page.goto(web.url + "/")
+    await web.page.evaluate("localStorage.clear()")
+    await web.page.reload()
+    await web.page.wait_for_selector("#signin-view")
+    await accessible(web, "sign-in")
+    await web.screenshot("sign-in")
+    await web.sign_in("Citra")
+    await web.page.goto(web.url + "/#/call")
+    await web.page.wait_for_selector("#view-call:not([hidden]) #call")
+    await accessible(web, "call")
+    await web.page.focus("[data-nav='chat']")
+    await web.page.keyboard.press("Tab")  # the keyboard moves on to the next view's link
+    outline = await web.page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none", "visible focus"
+
+
+async def test_first_load_weight_and_time_from_a_cold_cache(web: WebApp) -> None:
+    """Figures for BENCHMARKS.md (written to .state/artefacts/webapp-speed.json): the bytes
+    of script and style the first load of / carries compressed (budget 250 KB), when it
+    became interactive, and how soon a sent message is shown after the server's answer."""
+    context = await web.browser.new_context()  # a cold cache
+    page = await context.new_page()
+    try:
+        await page.goto(web.url + "/")
+        await page.wait_for_selector("#signin-view")
+        load = await page.evaluate(FIRST_LOAD)
+        await page.fill("#name", "Eka")
+        await page.press("#name", "Enter")
+        await page.wait_for_selector("body[data-ready='true']", timeout=15_000)
+        await page.fill("#text", "turn on the bedroom light")
+        await page.press("#text", "Enter")
+        await page.wait_for_selector("#thread li[data-author='zee']", timeout=30_000)
+        await page.wait_for_selector("#thread li.pending", state="detached")
+        # A resource's timing entry is written once its body is read; wait for the POST's.
+        await page.wait_for_function(POSTED)
+        send = await page.evaluate(SEND)
+    finally:
+        await context.close()
+    figures = {**load, **send}
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTEFACTS / "webapp-speed.json").write_text(json.dumps(figures, indent=2))
+    print(json.dumps(figures))
+    assert load["modules"] >= 5, "the page loaded its modules"
+    assert load["script_style_bytes"] < 250_000, "the first load's budget"
+    assert send["confirmed_after_answer_ms"] >= 0
+
+
+FIRST_LOAD = """() => {
+  const assets = performance.getEntriesByType("resource")
+    .filter((e) => /\\/assets\\/.*\\.(js|css)$/.test(e.name));
+  const nav = performance.getEntriesByType("navigation")[0];
+  return {
+    modules: assets.filter((e) => e.name.endsWith(".js")).length,
+    script_style_bytes: assets.reduce((sum, e) => sum + e.transferSize, 0),
+    script_style_uncompressed_bytes: assets.reduce((sum, e) => sum + e.decodedBodySize, 0),
+    page_bytes: nav.transferSize,
+    dom_interactive_ms: Math.round(nav.domInteractive),
+    dom_content_loaded_ms: Math.round(nav.domContentLoadedEventEnd),
+  };
+}"""
+
+POSTED = """() => performance.getEntriesByType("resource")
+  .some((e) => e.name.endsWith("/v1/messages") && e.initiatorType === "fetch")"""
+
+SEND = """() => {
+  const post = performance.getEntriesByType("resource")
+    .filter((e) => e.name.endsWith("/v1/messages") && e.initiatorType === "fetch").at(-1);
+  const confirmed = performance.getEntriesByName("avagenc:confirmed").at(-1);
+  const shown = performance.getEntriesByName("avagenc:shown");
+  return {
+    turn_answer_ms: Math.round(post.responseEnd - post.startTime),
+    confirmed_after_answer_ms: Math.round((confirmed.startTime - post.responseEnd) * 10) / 10,
+    replies_shown_before_answer: shown.filter((m) => m.startTime < post.responseEnd).length,
+  };
+}"""

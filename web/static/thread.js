@@ -84,6 +84,7 @@ export class Thread {
     node = this.render(message, node);
     this.nodes.set(message.id, node);
     this.place(node, message.seq);
+    performance.mark("avagenc:shown", { detail: message.id }); // read by the speed figures
     this.oldest = this.oldest === null ? message.seq : Math.min(this.oldest, message.seq);
     this.newest = Math.max(this.newest, message.seq);
   }
@@ -203,6 +204,7 @@ export class Thread {
       item.node.remove(); // cannot happen: a turn always starts with the person's words
     }
     item.node.classList.remove("pending");
+    performance.mark("avagenc:confirmed", { detail: item.clientId });
     turn.messages.forEach((m) => this.add(m));
     turn.runs.filter((r) => r.status === "failed").forEach((r) => this.finished(r));
     clear("send");
