@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
+import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -21,6 +22,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header
 from starlette.responses import RedirectResponse, Response
+
+log = logging.getLogger(__name__)
 
 # Everything the app needs comes from this server; no inline script, no framing.
 APP_POLICY = (
@@ -69,10 +72,12 @@ def _app_files() -> dict[str, bytes]:
 
 def _swagger_files() -> dict[str, bytes]:
     # Swagger UI's own files from the swagger-ui-py package, found without importing it
-    # (its Python side is for other frameworks).
+    # (its Python side is for other frameworks). An install without it still serves the
+    # app and the API; only /docs is left without its script, and the log says why.
     spec = importlib.util.find_spec("swagger_ui")
-    assert spec is not None, "swagger-ui-py is a dependency"
-    assert spec.submodule_search_locations, "swagger_ui is a package"
+    if spec is None or not spec.submodule_search_locations:
+        log.warning("swagger-ui-py is not installed: /docs has no Swagger UI (run make install)")
+        return {}
     folder = Path(next(iter(spec.submodule_search_locations))) / "static"
     return {name: (folder / name).read_bytes() for name in _SWAGGER_FILES}
 

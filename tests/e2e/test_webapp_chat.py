@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from axe_playwright_python.async_playwright import Axe
 
-from tests.fakes.browser import ARTEFACTS, WebApp, webapp
+from tests.fakes.browser import ARTEFACTS, MODEL_DOWN, WebApp, webapp
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -100,6 +100,38 @@ async def test_a_dropped_connection_comes_back_and_loses_no_message(web: WebApp)
     ids = await web.page.locator("#thread li.msg").evaluate_all("nodes => nodes.map(n => n.dataset.id)")
     assert ids == [m["id"] for m in written], "each message once, in order"
     assert not [line for line in web.console if line.startswith("pageerror")], web.console
+
+
+async def test_a_message_sent_while_offline_is_retried_under_its_id_and_kept_once(web: WebApp) -> None:
+    await web.sign_in("Fajar")
+    web.proxy.drop()
+    await web.page.fill("#text", "sent while the network was down")
+    await web.page.press("#text", "Enter")
+    await web.page.wait_for_selector("#thread li.pending .meta:text('Not confirmed yet')", timeout=15_000)
+    client_id = await web.page.get_attribute("#thread li.pending", "data-client-id")
+    web.proxy.restore()
+    await web.page.wait_for_selector("#thread li.pending", state="detached", timeout=30_000)
+    await web.page.wait_for_selector("#thread li[data-author='ava']", timeout=30_000)
+    headers = await web.app.sign_in("Fajar")
+    stored = (await web.app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    mine = [m for m in stored if m["author"] == "human"]
+    assert [m["text"] for m in mine] == ["sent while the network was down"], "kept once"
+    again = await web.app.say(headers, "sent while the network was down", client_id=client_id)
+    assert again.json()["messages"][0]["id"] == mine[0]["id"], "the page used that client id"
+    assert await web.page.locator("#thread li[data-author='human']").count() == 1
+
+
+async def test_a_failed_run_is_announced_and_the_message_kept(web: WebApp) -> None:
+    await web.sign_in("Gita")
+    await web.page.fill("#text", f"hello {MODEL_DOWN}")
+    await web.page.press("#text", "Enter")
+    await web.page.wait_for_selector("#notices li.error[data-notice^='run-']", timeout=30_000)
+    shown = await web.page.text_content("#notices li.error[data-notice^='run-']") or ""
+    assert "Ava could not finish" in shown and "Your message is kept" in shown
+    await web.page.wait_for_selector("#thread li.pending", state="detached")
+    assert await web.page.locator("#thread li[data-author='human']").count() == 1
+    assert await web.page.text_content("#working") == "", "nobody is left working"
+    await web.screenshot("run-failed")
 
 
 async def test_the_api_docs_render_with_no_internet(web: WebApp) -> None:

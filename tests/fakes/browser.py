@@ -15,6 +15,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, Page, async_playwright
 
+from agents import ModelRequest, ModelResponse, ModelUnavailable, OfflineModel
 from app.server import Services, running
 from tests.conftest import App, fresh_database, offline_settings
 from tests.fakes.proxy import Proxy, proxy_to
@@ -30,6 +31,22 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+MODEL_DOWN = "(the model is down)"
+
+
+class UnreliableModel:
+    """The offline model, except that it is unreachable for any conversation holding
+    MODEL_DOWN: how a browser test makes a run fail on purpose."""
+
+    def __init__(self) -> None:
+        self._model = OfflineModel()
+
+    async def generate(self, *, request: ModelRequest) -> ModelResponse:
+        if any(MODEL_DOWN in content.text for content in request.contents):
+            raise ModelUnavailable("the test's model is down")
+        return await self._model.generate(request=request)
 
 
 @dataclass
@@ -68,7 +85,7 @@ async def webapp(pg_admin_url: str, folder: Path) -> AsyncIterator[WebApp]:
     chromium = installed_chromium()
     async with (
         fresh_database(pg_admin_url) as database_url,
-        running(offline_settings(database_url, folder)) as (services, fastapi_app),
+        running(offline_settings(database_url, folder), model=UnreliableModel()) as (services, fastapi_app),
         serve_in_process(fastapi_app) as direct_url,
         proxy_to(direct_url) as (url, proxy),
         async_playwright() as playwright,
