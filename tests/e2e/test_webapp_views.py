@@ -14,13 +14,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 import pytest_asyncio
 from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Route
+from pydantic import SecretStr
 
 from ledger import Posting, TransactionSpec, user_account
 from tests.fakes.browser import WebApp, webapp
+from tests.fakes.vendors import Vendors
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SERIOUS = ("serious", "critical")
@@ -28,8 +33,24 @@ LEARN_WAIT_S = 15.0
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WebApp]:
-    async with webapp(pg_admin_url, tmp_path_factory.mktemp("webapp-views")) as harness:
+async def vendors() -> Vendors:
+    return Vendors()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory, vendors: Vendors) -> AsyncIterator[WebApp]:
+    # Vendor credentials and in-process fake vendors, so an account can be linked.
+    credentials: dict[str, dict[str, Any]] = {
+        "rafal": {"google_client_id": "google-client", "google_client_secret": SecretStr("google-secret")},
+        "yori": {"spotify_client_id": None},
+        "zee": {"tuya_access_id": None},
+    }
+    async with webapp(
+        pg_admin_url,
+        tmp_path_factory.mktemp("webapp-views"),
+        specialist_settings=credentials,
+        vendor_transport=httpx.MockTransport(vendors.route),
+    ) as harness:
         yield harness
 
 
@@ -139,13 +160,36 @@ async def test_the_graph_marks_a_replaced_favourite_as_no_longer_true(web: WebAp
     await accessible(web, "memory")
 
 
-async def test_links_show_each_integration_in_its_sandbox(web: WebApp) -> None:
+async def test_an_account_is_linked_through_the_oauth_round_trip_and_unlinked(web: WebApp, vendors: Vendors) -> None:
     await web.sign_in("Tari")
-    await open_view(web, "links", "#integrations li[data-integration]")
+    await open_view(web, "links", "#integrations li[data-integration='google'] button")
     statuses = await web.page.locator("#integrations li").evaluate_all("nodes => nodes.map(n => n.dataset.status)")
-    assert statuses and set(statuses) == {"sandbox"}, "nothing is linked on an offline server"
+    assert statuses and set(statuses) == {"sandbox"}, "nothing is linked yet"
     await web.screenshot("links")
     await accessible(web, "links")
+
+    async def consent(route: Route) -> None:
+        # Google's consent page, agreed at once: back to the app with a code and the state.
+        state = parse_qs(urlsplit(route.request.url).query)["state"][0]
+        code = vendors.google.oauth.grant_code("acct-google")
+        back = f"{web.url}/link/google/callback?code={code}&state={state}"
+        await route.fulfill(status=302, headers={"Location": back})
+
+    await web.page.route("https://accounts.google.com/**", consent)
+    try:
+        await web.page.click("#integrations li[data-integration='google'] button")
+        await web.page.wait_for_selector("#notices li[data-notice='link'].ok", timeout=15_000)
+        await web.page.wait_for_selector("#integrations li[data-integration='google'][data-status='live']")
+    finally:
+        await web.page.unroute("https://accounts.google.com/**")
+    assert web.page.url.endswith("/#/links"), "the callback's address is not kept"
+    await web.screenshot("links-live")
+
+    await web.page.click("#integrations li[data-integration='google'] button")  # Unlink
+    await web.page.wait_for_selector("#integrations li[data-integration='google'][data-status='sandbox']")
+    headers = await web.app.sign_in("Tari")
+    found = (await web.app.client.get("/v1/integrations", headers=headers)).json()["integrations"]
+    assert {i["name"]: i["linked"] for i in found}["google"] is False
 
 
 async def test_forget_me_asks_once_then_erases_the_thread(web: WebApp) -> None:

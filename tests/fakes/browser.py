@@ -12,11 +12,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 from playwright.async_api import Browser, Page, async_playwright
 
 from agents import ModelRequest, ModelResponse, ModelUnavailable, OfflineModel
 from app.server import Services, running
+from settings import Settings
 from tests.conftest import App, fresh_database, offline_settings
 from tests.fakes.proxy import Proxy, proxy_to
 from tests.fakes.servers import serve_in_process
@@ -81,11 +84,30 @@ def installed_chromium() -> Path:
 
 
 @contextlib.asynccontextmanager
-async def webapp(pg_admin_url: str, folder: Path) -> AsyncIterator[WebApp]:
+async def webapp(
+    pg_admin_url: str,
+    folder: Path,
+    *,
+    specialist_settings: dict[str, dict[str, Any]] | None = None,
+    vendor_transport: httpx.AsyncBaseTransport | None = None,
+) -> AsyncIterator[WebApp]:
+    """The app served and opened in Chromium; `specialist_settings` and `vendor_transport`
+    give it vendor credentials and fake vendors, for linking accounts."""
     chromium = installed_chromium()
+    async with fresh_database(pg_admin_url) as database_url:
+        settings = offline_settings(database_url, folder)
+        if specialist_settings is not None:
+            settings = settings.model_copy(update={"specialist_settings": specialist_settings})
+        async with _served(settings, chromium, vendor_transport) as harness:
+            yield harness
+
+
+@contextlib.asynccontextmanager
+async def _served(
+    settings: Settings, chromium: Path, vendor_transport: httpx.AsyncBaseTransport | None
+) -> AsyncIterator[WebApp]:
     async with (
-        fresh_database(pg_admin_url) as database_url,
-        running(offline_settings(database_url, folder), model=UnreliableModel()) as (services, fastapi_app),
+        running(settings, model=UnreliableModel(), vendor_transport=vendor_transport) as (services, fastapi_app),
         serve_in_process(fastapi_app) as direct_url,
         proxy_to(direct_url) as (url, proxy),
         async_playwright() as playwright,

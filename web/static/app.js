@@ -113,11 +113,13 @@ async function finishLinking() {
     notice("link", `Linking ${match[1]} was cancelled${params.get("error") ? `: ${params.get("error")}` : "."}`);
     return;
   }
+  const { integrations } = await api("GET", "/v1/integrations").catch(() => ({ integrations: [] }));
+  const named = integrations.find((i) => i.name === match[1])?.display_name ?? match[1];
   try {
     await api("POST", `/v1/integrations/${match[1]}/connection`, { code, state: stateParam });
-    notice("link", `Linked ${match[1]}.`, "ok", { timeoutMs: 6000 });
+    notice("link", `Linked ${named}: ${named === match[1] ? "it" : "its specialist"} now uses your real account.`, "ok", { timeoutMs: 6000 });
   } catch (error) {
-    notice("link", `Could not link ${match[1]}: ${error.message}`);
+    notice("link", `Could not link ${named}: ${error.message}`);
   }
 }
 
