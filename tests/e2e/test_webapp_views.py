@@ -221,3 +221,40 @@ async def test_the_chat_fits_a_phone_and_passes_the_scan(web: WebApp) -> None:
         await accessible(web, "chat")
     finally:
         await web.page.set_viewport_size({"width": 1280, "height": 720})
+
+
+# A background tab that allowed notifications, with Notification recorded instead of shown.
+AWAY = """
+window.notified = [];
+Object.defineProperty(document, "visibilityState", { get: () => "hidden" });
+window.Notification = class {
+  static permission = "granted";
+  static requestPermission() { return Promise.resolve("granted"); }
+  constructor(title, options) { window.notified.push({ title, body: options.body }); }
+};
+"""
+
+
+async def test_ava_writing_first_notifies_a_background_tab(web: WebApp) -> None:
+    context = await web.browser.new_context()
+    await context.add_init_script(AWAY)
+    page = await context.new_page()
+    try:
+        await page.goto(web.url + "/")
+        await page.fill("#name", "Intan")
+        await page.press("#name", "Enter")
+        await page.wait_for_selector("body[data-ready='true']", timeout=15_000)
+        headers = await web.app.sign_in("Intan")
+        reminders = web.services.reminders
+        assert reminders is not None
+        await reminders.reminders.schedule_at(
+            person_id=await person_id(web, headers),
+            text="drink water",
+            due_at=datetime.now(UTC) + timedelta(seconds=2),
+            time_zone="Asia/Jakarta",
+        )
+        await page.wait_for_function("() => window.notified.length > 0", timeout=30_000)
+        notified = await page.evaluate("window.notified")
+    finally:
+        await context.close()
+    assert notified[0]["title"] == "Ava" and notified[0]["body"], notified

@@ -30,6 +30,14 @@ export function walletChanged(balanceMicros) {
   document.dispatchEvent(new CustomEvent("wallet-changed", { detail: balanceMicros }));
 }
 
+// Ava writing first (a wake note) while the app is in a background tab: a system
+// notification, if the person allowed them (the Notes view asks).
+function notifyIfAway(note) {
+  if (document.visibilityState !== "hidden" || !("Notification" in window)) return;
+  if (Notification.permission !== "granted") return;
+  new Notification("Ava", { body: note.preview || note.text, tag: `note-${note.id}` });
+}
+
 async function signIn(event) {
   event.preventDefault();
   try {
@@ -61,6 +69,7 @@ async function start(me) {
   state.live = new Live(session.token, {
     onEvent: (type, data) => {
       thread.event(type, data);
+      if (type === "reminder.delivered") notifyIfAway(data);
       document.dispatchEvent(new CustomEvent("live", { detail: { type, data } }));
     },
     onLost: () => notice("connection", "The connection to the server was lost. Reconnecting…", "warning"),
@@ -117,7 +126,7 @@ async function finishLinking() {
   const named = integrations.find((i) => i.name === match[1])?.display_name ?? match[1];
   try {
     await api("POST", `/v1/integrations/${match[1]}/connection`, { code, state: stateParam });
-    notice("link", `Linked ${named}: ${named === match[1] ? "it" : "its specialist"} now uses your real account.`, "ok", { timeoutMs: 6000 });
+    notice("link", `Linked ${named}; its specialist now uses your real account.`, "ok", { timeoutMs: 6000 });
   } catch (error) {
     notice("link", `Could not link ${named}: ${error.message}`);
   }

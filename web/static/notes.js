@@ -60,6 +60,13 @@ export async function show(state) {
 
 export function setup() {
   $("notes-title").tabIndex = -1;
+  const ask = $("notify");
+  ask.hidden = !("Notification" in window) || Notification.permission !== "default";
+  ask.addEventListener("click", async () => {
+    const answer = await Notification.requestPermission();
+    ask.hidden = true;
+    if (answer !== "granted") notice("notify", "Notifications are off; notes still appear in the chat.", "warning", { timeoutMs: 6000 });
+  });
   document.addEventListener("live", (event) => {
     if (event.detail.type === "reminder.delivered" && current && !$("view-notes").hidden) show(current);
   });
