@@ -119,7 +119,8 @@ async def sign_in_and_call(page: Page) -> list[str]:
     await page.fill("#name", "Budi")
     await page.click("#signin")
     await page.wait_for_selector("#call:not([disabled])", timeout=10_000)
-    await page.click("#call")
+    await page.focus("#call")
+    await page.keyboard.press("Enter")  # keyboard only
     return console
 
 
@@ -159,7 +160,8 @@ async def test_the_call_page_hears_the_person_and_plays_avas_answer_with_caption
         spoken = await assistant.locator(".text").text_content() or ""
         shown = await assistant.text_content() or ""  # as displayed, with the emotion word
         emotion = await assistant.get_attribute("data-emotion")
-        await page.click("#hangup")
+        await page.focus("#hangup")
+        await page.keyboard.press("Enter")
         assert await page.text_content("#status") == "You hung up."
         await slot_freed(app)
 

@@ -134,10 +134,26 @@ async def test_a_failed_run_is_announced_and_the_message_kept(web: WebApp) -> No
     await web.screenshot("run-failed")
 
 
+async def test_older_messages_page_in_with_the_keyboard(web: WebApp) -> None:
+    headers = await web.app.sign_in("Hana")
+    for n in range(26):  # each turn writes the person's words and Ava's answer: 52 messages
+        assert (await web.app.say(headers, f"hello number {n}", client_id=f"older-{n}")).status_code == 200
+    stored = (await web.app.client.get("/v1/messages?limit=200", headers=headers)).json()["messages"]
+    await web.sign_in("Hana")
+    assert await web.page.locator("#thread li.msg").count() == 50, "one page first"
+    await web.page.focus("#older")
+    await web.page.keyboard.press("Enter")
+    await web.page.wait_for_selector(f"#thread li[data-id='{stored[0]['id']}']")
+    ids = await web.page.locator("#thread li.msg").evaluate_all("nodes => nodes.map(n => n.dataset.id)")
+    assert ids == [m["id"] for m in stored], "every message once, in order"
+    assert await web.page.is_hidden("#older"), "nothing older is left"
+
+
 async def test_the_api_docs_render_with_no_internet(web: WebApp) -> None:
     await web.page.goto(web.url + "/docs")
     await web.page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
     assert "Avagenc Chat" in (await web.page.text_content(".swagger-ui .info .title") or "")
+    await web.screenshot("docs")
 
 
 async def test_the_sign_in_and_call_views_pass_the_scan(web: WebApp) -> None:
