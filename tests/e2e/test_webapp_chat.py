@@ -102,6 +102,21 @@ async def test_a_dropped_connection_comes_back_and_loses_no_message(web: WebApp)
     assert not [line for line in web.console if line.startswith("pageerror")], web.console
 
 
+async def test_a_stream_the_server_refused_is_reopened_after_the_last_event(web: WebApp) -> None:
+    await web.sign_in("Joko")
+    headers = await web.app.sign_in("Joko")
+    web.proxy.drop(answer_status=503)  # the browser's EventSource gives up on a refusal
+    await web.page.wait_for_selector("#notices li[data-notice='connection'].warning", timeout=15_000)
+    response = await web.app.say(headers, "written while the server refused", client_id="term-3")
+    written = response.json()["messages"]
+    web.proxy.restore()
+    await web.page.wait_for_selector("#notices li[data-notice='connection'].ok", timeout=30_000)
+    for message in written:
+        await web.page.wait_for_selector(f"#thread li[data-id='{message['id']}']", timeout=15_000)
+    ids = await web.page.locator("#thread li.msg").evaluate_all("nodes => nodes.map(n => n.dataset.id)")
+    assert ids == [m["id"] for m in written], "each message once, in order"
+
+
 async def test_a_message_sent_while_offline_is_retried_under_its_id_and_kept_once(web: WebApp) -> None:
     await web.sign_in("Fajar")
     web.proxy.drop()

@@ -16,12 +16,18 @@ class Proxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self._target = (target_host, target_port)
         self._open: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
         self.cut = False
+        self._answer: bytes | None = None
 
-    def drop(self) -> None:
-        """Close every connection now and refuse new ones until `restore`."""
+    def drop(self, *, answer_status: int | None = None) -> None:
+        """Close every connection now and refuse new ones until `restore`: by closing them,
+        or, given `answer_status`, by answering each request with that bare status (a
+        server that is up but refusing, which makes a browser's EventSource give up)."""
         self.cut = True
+        self._answer = None
+        if answer_status is not None:
+            head = f"HTTP/1.1 {answer_status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            self._answer = head.encode()
         for writer in list(self._open):
             writer.transport.abort()
         self._open.clear()
@@ -31,6 +37,10 @@ class Proxy:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut:
+            if self._answer is not None:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(self._answer)
+                await writer.drain()
             writer.transport.abort()
             return
         up_reader, up_writer = await asyncio.open_connection(*self._target)
