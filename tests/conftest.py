@@ -9,6 +9,7 @@ migrating every time and keeps tests from seeing each other's rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import tempfile
@@ -67,24 +68,38 @@ def pg_admin_url() -> Iterator[str]:
             embedded.stop()
 
 
-@pytest.fixture
-async def database_url(pg_admin_url: str) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def fresh_database(pg_admin_url: str) -> AsyncIterator[str]:
+    """A migrated database of its own (a clone of the template), dropped afterwards."""
     name = f"avagenc_test_{os.getpid()}_{next(_counter)}"
     conn = await asyncpg.connect(pg_admin_url)
     try:
         await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
     finally:
         await conn.close()
-    yield with_database(pg_admin_url, name)
-    conn = await asyncpg.connect(pg_admin_url)
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield with_database(pg_admin_url, name)
     finally:
-        await conn.close()
+        conn = await asyncpg.connect(pg_admin_url)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+@pytest.fixture
+async def database_url(pg_admin_url: str) -> AsyncIterator[str]:
+    async with fresh_database(pg_admin_url) as url:
+        yield url
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
+    return offline_settings(database_url, tmp_path)
+
+
+def offline_settings(database_url: str, tmp_path: Path) -> Settings:
+    """The settings every test server runs with: offline, on its own database and folder."""
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=database_url,

@@ -1,5 +1,5 @@
 """The browser call door (docs/sockets.md#browser-call-page): SmallWebRTC signalling at `POST`/`PATCH
-/v1/voice/webrtc/offer`, and the call page at `GET /call`.
+/v1/voice/webrtc/offer`. The page that calls is the web app's call view (web/static/call.js).
 
 Signalling is authenticated like the text API, and a peer connection answers only to the
 person who opened it. A new offer claims the person's one call slot; the call's task
@@ -15,12 +15,10 @@ annotations of the routes, which refer to names local to the router builder.)
 import asyncio
 import contextlib
 import logging
-from importlib import resources
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Header
-from fastapi.responses import HTMLResponse, Response
 from pipecat.frames.frames import EndFrame, Frame, OutputTransportMessageFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.transports.base_transport import TransportParams
@@ -55,12 +53,6 @@ CANDIDATES_MAX = 64
 
 # Calls outlive the request that started them; they are kept here until they end.
 _CALLS: set[asyncio.Task[None]] = set()
-
-_PAGE_HEADERS = {
-    "Cache-Control": "no-cache",
-    # Everything the page needs comes from this server: no CDN, works offline.
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:",
-}
 
 
 class Offer(BaseModel):
@@ -104,10 +96,6 @@ class HangupNotice(FrameProcessor):
             notice = {"type": "hangup", "reason": self._call.end_reason or "agent_ended"}
             await self.push_frame(OutputTransportMessageFrame(message=notice))
         await self.push_frame(frame, direction)
-
-
-def _asset(name: str) -> str:
-    return resources.files("voice").joinpath("static", name).read_text("utf-8")
 
 
 def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = None) -> APIRouter:
@@ -179,18 +167,6 @@ def build_webrtc_router(doors: VoiceDoors, *, ice_servers: list[str] | None = No
         except ValueError as exc:
             raise OfferInvalid("A candidate could not be read.") from exc
         return {"status": "success"}
-
-    @router.get("/call", include_in_schema=False)
-    async def call_page() -> HTMLResponse:
-        return HTMLResponse(_asset("call.html"), headers=_PAGE_HEADERS)
-
-    @router.get("/call/call.js", include_in_schema=False)
-    async def call_script() -> Response:
-        return Response(_asset("call.js"), media_type="text/javascript", headers=_PAGE_HEADERS)
-
-    @router.get("/call/call.css", include_in_schema=False)
-    async def call_style() -> Response:
-        return Response(_asset("call.css"), media_type="text/css", headers=_PAGE_HEADERS)
 
     return router
 

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from agents import AGENTS
 from chat import (
     EventHub,
     EventLog,
@@ -44,7 +45,16 @@ from chat import (
     run_detached,
 )
 from web.edge import problem_responses
-from web.schemas import LocalSignIn, MessagesPage, PersonOut, PostMessage, SignedIn, TicketOut, TurnOut
+from web.schemas import (
+    AgentsOut,
+    LocalSignIn,
+    MessagesPage,
+    PersonOut,
+    PostMessage,
+    SignedIn,
+    TicketOut,
+    TurnOut,
+)
 
 PAGE_MAX = 200
 SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
@@ -184,6 +194,16 @@ def build_router(api: ChatApi) -> APIRouter:
     @router.get("/me", response_model=PersonOut, tags=["identity"], responses=problem_responses(401, 422))
     async def me(person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         return person.as_json()
+
+    @router.get("/agents", response_model=AgentsOut, tags=["thread"], responses=problem_responses(401, 422))
+    async def agents(_person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+        """The team in the room, Ava first: whom `@` can name (the app's autocomplete)."""
+        return {
+            "agents": [
+                {"name": a.name, "display_name": a.display_name, "role": a.role, "domain": a.domain}
+                for a in AGENTS.values()
+            ]
+        }
 
     @router.post(
         "/messages",

@@ -39,6 +39,7 @@ from web.edge import (
 )
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
+from web.pages import build_pages_router
 from web.redaction import redact_access_log
 from web.reminders import build_callback_router, build_reminders_router
 from web.wallet import build_wallet_router
@@ -73,6 +74,9 @@ def build_app(
         title="Avagenc Chat",
         version="0.1.0",
         description="A group chat where the person is the only human and every other member is an AI agent.",
+        # Both of FastAPI's docs pages load from a CDN; web.pages serves /docs from a package.
+        docs_url=None,
+        redoc_url=None,
     )
     app.include_router(build_router(api))
     app.include_router(build_wallet_router(api, wallet, admin_api_key=admin_api_key))
@@ -86,6 +90,7 @@ def build_app(
         app.include_router(door)
     if connections is not None:
         app.include_router(build_integrations_router(api, connections))
+    app.include_router(build_pages_router())
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     for error in door_errors:

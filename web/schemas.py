@@ -52,6 +52,17 @@ class PersonOut(BaseModel):
     created_at: str
 
 
+class AgentOut(BaseModel):
+    name: str  # the handle written after @
+    display_name: str
+    role: str
+    domain: str
+
+
+class AgentsOut(BaseModel):
+    agents: list[AgentOut]
+
+
 class SignedIn(BaseModel):
     token: str
     user: PersonOut

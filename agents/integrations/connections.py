@@ -51,6 +51,7 @@ class IntegrationState:
     linked: bool
     can_link: bool
     linked_at: datetime | None
+    by_account_id: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,8 @@ class IntegrationState:
             "linked": self.linked,
             "can_link": self.can_link,
             "linked_at": self.linked_at.isoformat() if self.linked_at else None,
+            # How a client links it: the provider's consent page, or the vendor account's id.
+            "links_by": "account_id" if self.by_account_id else "oauth",
         }
 
 
@@ -108,6 +111,7 @@ class Connections:
                     link is not None,
                     self.can_link(name),
                     link.linked_at if link else None,
+                    known.by_account_id,
                 )
             )
         return states

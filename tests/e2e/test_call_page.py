@@ -1,7 +1,7 @@
-"""The call page in a real browser: headless Debian Chromium, driven by Playwright, whose
-microphone is a WAV of espeak-ng saying "turn on the bedroom light". It signs in, calls,
-and must show the person's words and Ava's answer (with its emotion as a word) and play
-her voice.
+"""The web app's call view in a real browser: headless Debian Chromium, driven by Playwright,
+whose microphone is a WAV of espeak-ng saying "turn on the bedroom light". It opens the old
+`/call` address (which lands on the app's call view), signs in, calls, and must show the
+person's words and Ava's answer (with its emotion as a word) and play her voice.
 
 How the network is set up, and why: ICE never pairs loopback candidates (Chromium does
 not even gather them), so the browser and the server need real interfaces. The test makes
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import wave
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from agents import SandboxHome
 from tests.conftest import App
+from tests.fakes.browser import ARTEFACTS
 from tests.fakes.netns import VethPair, veth_pair
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import silence, speech_pcm16
@@ -117,7 +119,8 @@ async def sign_in_and_call(page: Page) -> list[str]:
     await page.fill("#name", "Budi")
     await page.click("#signin")
     await page.wait_for_selector("#call:not([disabled])", timeout=10_000)
-    await page.click("#call")
+    await page.focus("#call")
+    await page.keyboard.press("Enter")  # keyboard only
     return console
 
 
@@ -150,12 +153,15 @@ async def test_the_call_page_hears_the_person_and_plays_avas_answer_with_caption
             await page.wait_for_selector("#captions li.user", timeout=30_000)
             await page.wait_for_selector("#captions li.assistant[data-emotion]", timeout=30_000)
             await heard_aloud(page)
+        ARTEFACTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(ARTEFACTS / "call.png"), full_page=True)
         assistant = page.locator("#captions li.assistant").first
         user = await page.text_content("#captions li.user .text") or ""
         spoken = await assistant.locator(".text").text_content() or ""
         shown = await assistant.text_content() or ""  # as displayed, with the emotion word
         emotion = await assistant.get_attribute("data-emotion")
-        await page.click("#hangup")
+        await page.focus("#hangup")
+        await page.keyboard.press("Enter")
         assert await page.text_content("#status") == "You hung up."
         await slot_freed(app)
 
@@ -182,14 +188,17 @@ async def test_after_avas_goodbye_the_page_plays_it_and_the_call_ends(app: App, 
         await slot_freed(app)
 
 
-async def test_the_call_page_is_served_whole_from_the_app_with_no_outside_urls(app: App) -> None:
-    page = await app.client.get("/call")
+async def test_the_call_page_is_the_apps_call_view_served_with_no_outside_urls(app: App) -> None:
+    moved = await app.client.get("/call")
+    assert moved.status_code == 308 and moved.headers["location"] == "/#/call"
+    page = await app.client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "default-src 'self'" in page.headers["content-security-policy"]
     for element in ('id="name"', 'id="signin"', 'id="call"', 'id="hangup"', 'id="captions"', 'id="status"'):
         assert element in page.text
-    for asset, kind in (("/call/call.js", "text/javascript"), ("/call/call.css", "text/css")):
-        response = await app.client.get(asset)
-        assert response.status_code == 200 and response.headers["content-type"].startswith(kind)
-        assert "http://" not in response.text and "https://" not in response.text, "no CDN: it works offline"
+    folder = re.search(r'src="(/assets/[0-9a-f]+)/app\.js"', page.text)
+    assert folder is not None
+    response = await app.client.get(f"{folder[1]}/call.js")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/javascript")
+    assert "http://" not in response.text and "https://" not in response.text, "no CDN: it works offline"
     assert "http://" not in page.text and "https://" not in page.text

@@ -23,20 +23,7 @@ from app.keys import session_secret
 from app.server import running
 from settings import Settings
 from tests.conftest import App
-from tests.fakes.vendors import FakeGoogle, FakeSpotify, FakeTuya
-
-
-class Vendors:
-    def __init__(self) -> None:
-        self.google, self.spotify, self.tuya = FakeGoogle(), FakeSpotify(), FakeTuya()
-
-    def route(self, request: httpx.Request) -> httpx.Response:
-        host = request.url.host
-        if host.endswith("spotify.com"):
-            return self.spotify.handler(request)
-        if "tuya" in host:
-            return self.tuya.handler(request)
-        return self.google.handler(request)
+from tests.fakes.vendors import FakeTuya, Vendors
 
 
 @pytest.fixture

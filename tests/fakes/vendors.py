@@ -700,3 +700,18 @@ class FakeTuya:
             if status["code"] in change:
                 status["value"] = change[status["code"]]
         return self._ok(True)
+
+
+class Vendors:
+    """Google, Spotify and Tuya together, routed by host: one httpx.MockTransport for all."""
+
+    def __init__(self) -> None:
+        self.google, self.spotify, self.tuya = FakeGoogle(), FakeSpotify(), FakeTuya()
+
+    def route(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        if host.endswith("spotify.com"):
+            return self.spotify.handler(request)
+        if "tuya" in host:
+            return self.tuya.handler(request)
+        return self.google.handler(request)

@@ -1,50 +1,23 @@
-// The call page: sign in, call Ava over WebRTC, hear her, read live captions.
+// The call view: call Ava over WebRTC, hear her, read live captions with each sentence's
+// emotion as a word, and hang up, or be hung up on when Ava says goodbye.
 //
-// Signalling is Pipecat's SmallWebRTC. The offer is POSTed to /v1/voice/webrtc/offer as soon
-// as it exists; our ICE candidates follow with PATCH as the browser finds them (held back
-// until the answer names the peer connection), then an empty one marks the end. The
-// server's answer already carries all of its own candidates. No STUN/TURN: the server is
-// reached directly.
+// Signalling is Pipecat's SmallWebRTC (docs/sockets.md#browser-call-page). The offer is
+// POSTed to /v1/voice/webrtc/offer as soon as it exists; our ICE candidates follow with
+// PATCH as the browser finds them (held back until the answer names the peer connection),
+// then an empty one marks the end. The server's answer already carries all of its own
+// candidates. No STUN/TURN: the server is reached directly.
 //
-// Captions arrive on the data channel as {"type":"transcript","role","text","emotion"}; an
-// emotion is shown as a word, never as a #tag#. We never send "ping" on the data channel:
-// Pipecat would then expect one every 3 s and go quiet towards a throttled background tab.
-"use strict";
+// Captions arrive on the data channel as {"type":"transcript","role","text","emotion"}. We
+// never send "ping" on the data channel: Pipecat would then expect one every 3 s and go
+// quiet towards a throttled background tab.
+
+import { api, emotionWord, withoutTags } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const TOKEN_KEY = "avagenc.callToken";
 let call = null; // the live call: {pc, mic, context, pcId, pending, meter, ending}
 
 function setStatus(text) {
   $("status").textContent = text;
-}
-
-async function api(method, path, body) {
-  const headers = { "Content-Type": "application/json" };
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if (zone && zone !== "Etc/Unknown") headers["Time-Zone"] = zone;
-  const response = await fetch(path, { method, headers, body: body && JSON.stringify(body) });
-  const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(data.detail || data.title || `HTTP ${response.status}`);
-  return data;
-}
-
-function signedIn(name) {
-  $("call").disabled = call !== null;
-  setStatus(`Signed in as ${name}. Press Call to talk to Ava.`);
-}
-
-async function signIn(event) {
-  event.preventDefault();
-  try {
-    const data = await api("POST", "/v1/auth/local", { name: $("name").value.trim() });
-    sessionStorage.setItem(TOKEN_KEY, data.token);
-    signedIn(data.user.name);
-  } catch (error) {
-    setStatus(`Could not sign in: ${error.message}`);
-  }
 }
 
 function caption(role, text, emotion) {
@@ -57,14 +30,13 @@ function caption(role, text, emotion) {
   if (emotion) {
     const mood = document.createElement("span");
     mood.className = "emotion";
-    mood.textContent = emotion.replaceAll("_", " ").replaceAll("#", "");
+    mood.textContent = emotionWord(emotion);
     line.dataset.emotion = mood.textContent;
     line.append(mood);
   }
-  // The server never sends tags; this keeps a stray one off the screen all the same.
   const words = document.createElement("span");
   words.className = "text";
-  words.textContent = text.replace(/#[a-z_]+#/gi, "").trim();
+  words.textContent = withoutTags(text); // the server sends none; a stray one stays off screen
   line.append(words);
   $("captions").append(line);
   line.scrollIntoView({ block: "nearest" });
@@ -166,18 +138,18 @@ function endCall(current, reason = current?.ending ?? "The call ended.") {
   current.context.close();
   $("remote").srcObject = null;
   $("hangup").disabled = true;
-  $("call").disabled = sessionStorage.getItem(TOKEN_KEY) === null;
+  $("call").disabled = false;
   setStatus(reason);
+  $("call").focus();
 }
 
-document.addEventListener("DOMContentLoaded", () => {
-  $("signin-form").addEventListener("submit", signIn);
+export function setup() {
   $("call").addEventListener("click", startCall);
   $("hangup").addEventListener("click", () => endCall(call, "You hung up."));
   window.addEventListener("pagehide", () => endCall(call));
-  if (sessionStorage.getItem(TOKEN_KEY)) {
-    api("GET", "/v1/me")
-      .then((me) => signedIn(me.name))
-      .catch(() => sessionStorage.removeItem(TOKEN_KEY));
-  }
-});
+  document.addEventListener("signed-out", () => endCall(call));
+}
+
+export function show() {
+  if (call === null) $("call").focus();
+}

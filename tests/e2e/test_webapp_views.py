@@ -1,0 +1,260 @@
+"""The web app's views in a real browser (headless Debian Chromium, Playwright): cancelling
+a note by keyboard, the wallet's usage by agent and its empty-wallet notice, the
+knowledge graph marking a replaced favourite as no longer true, linked accounts, forget
+me, a phone-sized screen, and an accessibility scan (axe-core) of each view with no
+serious violation. Screenshots of each view go to `.state/artefacts/`.
+
+One server and one browser serve the whole module (tests.fakes.browser); each test signs
+in as its own person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+import pytest_asyncio
+from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Route
+from pydantic import SecretStr
+
+from ledger import Posting, TransactionSpec, user_account
+from tests.fakes.browser import WebApp, webapp
+from tests.fakes.vendors import Vendors
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+SERIOUS = ("serious", "critical")
+LEARN_WAIT_S = 15.0
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def vendors() -> Vendors:
+    return Vendors()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory, vendors: Vendors) -> AsyncIterator[WebApp]:
+    # Vendor credentials and in-process fake vendors, so an account can be linked.
+    credentials: dict[str, dict[str, Any]] = {
+        "rafal": {"google_client_id": "google-client", "google_client_secret": SecretStr("google-secret")},
+        "yori": {"spotify_client_id": None},
+        "zee": {"tuya_access_id": None},
+    }
+    async with webapp(
+        pg_admin_url,
+        tmp_path_factory.mktemp("webapp-views"),
+        specialist_settings=credentials,
+        vendor_transport=httpx.MockTransport(vendors.route),
+    ) as harness:
+        yield harness
+
+
+async def open_view(web: WebApp, view: str, ready: str) -> None:
+    await web.page.goto(f"{web.url}/#/chat")
+    await web.page.goto(f"{web.url}/#/{view}")
+    await web.page.wait_for_selector(ready, timeout=15_000)
+
+
+async def accessible(web: WebApp, view: str) -> None:
+    """No serious or critical axe-core violation on the view as shown."""
+    results = await Axe().run(web.page)
+    serious = [v for v in results.response["violations"] if v["impact"] in SERIOUS]
+    assert not serious, f"{view}: " + "; ".join(f"{v['id']}: {v['help']}" for v in serious)
+
+
+async def person_id(web: WebApp, headers: dict[str, str]) -> str:
+    me: dict[str, Any] = (await web.app.client.get("/v1/me", headers=headers)).json()
+    return str(me["id"])
+
+
+async def graph_with(web: WebApp, headers: dict[str, str], name: str, *, valid: bool) -> None:
+    """Wait for the background learner: an edge to `name` with the given validity."""
+    async with asyncio.timeout(LEARN_WAIT_S):
+        while True:
+            graph = (await web.app.client.get("/v1/knowledge", headers=headers)).json()
+            names = {n["id"]: n["name"] for n in graph["nodes"]}
+            if any(names.get(e["target"]) == name and e["valid"] is valid for e in graph["edges"]):
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_a_note_is_cancelled_with_the_keyboard(web: WebApp) -> None:
+    await web.sign_in("Nadia")
+    headers = await web.app.sign_in("Nadia")
+    reminders = web.services.reminders
+    assert reminders is not None
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    who = await person_id(web, headers)
+    first = await reminders.reminders.schedule_at(person_id=who, text="stretch", due_at=soon, time_zone="Asia/Jakarta")
+    await reminders.reminders.schedule_at(
+        person_id=who, text="call mum", due_at=soon + timedelta(hours=1), time_zone="Asia/Jakarta"
+    )
+    await open_view(web, "notes", f"#notes-upcoming li[data-note='{first.id}'] button")
+    await web.screenshot("notes")
+    await accessible(web, "notes")
+
+    await web.page.focus(f"#notes-upcoming li[data-note='{first.id}'] button")
+    await web.page.keyboard.press("Enter")
+    await web.page.wait_for_selector(f"#notes-upcoming li[data-note='{first.id}']", state="detached")
+    await web.page.wait_for_selector("#notices li[data-notice='notes'].ok")
+    upcoming = (await web.app.client.get("/v1/reminders", headers=headers)).json()["upcoming"]
+    assert [n["text"] for n in upcoming] == ["call mum"], "the server holds the cancellation"
+    assert await web.page.locator("#notes-upcoming li").count() == 1
+
+
+async def test_the_wallet_shows_usage_by_agent_and_says_how_to_top_up_when_empty(web: WebApp) -> None:
+    await web.sign_in("Wulan")
+    headers = await web.app.sign_in("Wulan")
+    assert (await web.app.say(headers, "turn on the bedroom light")).status_code == 200
+    await open_view(web, "wallet", "#usage tr[data-agent='zee']")
+    assert await web.page.locator("#usage tr[data-agent='ava']").count() == 1
+    assert await web.page.is_hidden("#wallet-empty")
+    await accessible(web, "wallet")
+
+    balance = (await web.app.client.get("/v1/wallet", headers=headers)).json()["balance_micros"]
+    await web.services.ledger.transact(
+        spec=TransactionSpec(
+            type="adjustment",
+            ref="test:drain-web",
+            postings=(Posting(user_account(await person_id(web, headers)), -balance), Posting("revenue:IDR", balance)),
+        )
+    )
+    await open_view(web, "wallet", "#wallet-empty:not([hidden])")
+    assert "Rp 0" in (await web.page.text_content("#balance") or "")
+    assert "topup" in (await web.page.text_content("#wallet-empty") or ""), "it says how to top up"
+    await web.screenshot("wallet-empty")
+
+    await web.page.goto(f"{web.url}/#/chat")
+    await web.page.fill("#text", "hello?")
+    await web.page.press("#text", "Enter")
+    await web.page.wait_for_selector("#notices li[data-notice='wallet']")
+    await web.page.wait_for_selector("#thread li.failed")
+    assert "wallet is empty" in (await web.page.text_content("#thread li.failed .meta") or "")
+
+
+async def test_the_graph_marks_a_replaced_favourite_as_no_longer_true(web: WebApp) -> None:
+    await web.sign_in("Rina")
+    headers = await web.app.sign_in("Rina")
+    await web.app.say(headers, "my favourite food is rendang")
+    await graph_with(web, headers, "rendang", valid=True)
+    await open_view(web, "memory", "#graph g.node[data-name='rendang']")
+    assert await web.page.locator("#graph g.node.invalid").count() == 0
+    await web.page.click("#graph g.node[data-name='rendang']")
+    await web.page.wait_for_selector("#fact li[data-valid='true']")
+
+    await web.app.say(headers, "I've switched to soto, actually")
+    await graph_with(web, headers, "rendang", valid=False)
+    await graph_with(web, headers, "soto", valid=True)
+    await open_view(web, "memory", "#graph g.node[data-name='soto']")
+    await web.page.focus("#graph g.node[data-name='rendang']")
+    await web.page.keyboard.press("Enter")  # a node is chosen with the keyboard too
+    await web.page.wait_for_selector("#fact li[data-valid='false'] .invalid-label")
+    assert await web.page.get_attribute("#graph g.node[data-name='rendang']", "class") == "node invalid"
+    assert await web.page.get_attribute("#graph g.node[data-name='soto']", "class") == "node"
+    await web.screenshot("memory")
+    await accessible(web, "memory")
+
+
+async def test_an_account_is_linked_through_the_oauth_round_trip_and_unlinked(web: WebApp, vendors: Vendors) -> None:
+    await web.sign_in("Tari")
+    await open_view(web, "links", "#integrations li[data-integration='google'] button")
+    statuses = await web.page.locator("#integrations li").evaluate_all("nodes => nodes.map(n => n.dataset.status)")
+    assert statuses and set(statuses) == {"sandbox"}, "nothing is linked yet"
+    await web.screenshot("links")
+    await accessible(web, "links")
+
+    async def consent(route: Route) -> None:
+        # Google's consent page, agreed at once: back to the app with a code and the state.
+        state = parse_qs(urlsplit(route.request.url).query)["state"][0]
+        code = vendors.google.oauth.grant_code("acct-google")
+        back = f"{web.url}/link/google/callback?code={code}&state={state}"
+        await route.fulfill(status=302, headers={"Location": back})
+
+    await web.page.route("https://accounts.google.com/**", consent)
+    try:
+        await web.page.click("#integrations li[data-integration='google'] button")
+        await web.page.wait_for_selector("#notices li[data-notice='link'].ok", timeout=15_000)
+        await web.page.wait_for_selector("#integrations li[data-integration='google'][data-status='live']")
+    finally:
+        await web.page.unroute("https://accounts.google.com/**")
+    assert web.page.url.endswith("/#/links"), "the callback's address is not kept"
+    await web.screenshot("links-live")
+
+    await web.page.click("#integrations li[data-integration='google'] button")  # Unlink
+    await web.page.wait_for_selector("#integrations li[data-integration='google'][data-status='sandbox']")
+    headers = await web.app.sign_in("Tari")
+    found = (await web.app.client.get("/v1/integrations", headers=headers)).json()["integrations"]
+    assert {i["name"]: i["linked"] for i in found}["google"] is False
+
+
+async def test_forget_me_asks_once_then_erases_the_thread(web: WebApp) -> None:
+    await web.sign_in("Yanti")
+    headers = await web.app.sign_in("Yanti")
+    await web.app.say(headers, "my favourite food is rendang")
+    await open_view(web, "forget", "#forget")
+    await accessible(web, "forget")
+    await web.page.click("#forget")
+    await web.page.wait_for_selector("#forget-dialog[open]")
+    await web.screenshot("forget")
+    await web.page.click("#forget-confirm")
+    await web.page.wait_for_selector("#notices li[data-notice='forget'].ok")
+    assert (await web.app.client.get("/v1/messages", headers=headers)).json()["messages"] == []
+    assert await web.page.locator("#thread li").count() == 0
+
+
+async def test_the_chat_fits_a_phone_and_passes_the_scan(web: WebApp) -> None:
+    await web.page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        await web.sign_in("Putri")
+        headers = await web.app.sign_in("Putri")
+        await web.app.say(headers, "turn on the bedroom light")
+        await web.page.wait_for_selector("#thread li[data-author='zee']", timeout=15_000)
+        overflow = await web.page.evaluate("document.documentElement.scrollWidth")
+        assert overflow <= 390, "nothing is wider than the phone's screen"
+        assert await web.page.is_visible("#send") and await web.page.is_visible("#text")
+        await web.screenshot("chat-phone")
+        await accessible(web, "chat")
+    finally:
+        await web.page.set_viewport_size({"width": 1280, "height": 720})
+
+
+# A background tab that allowed notifications, with Notification recorded instead of shown.
+AWAY = """
+window.notified = [];
+Object.defineProperty(document, "visibilityState", { get: () => "hidden" });
+window.Notification = class {
+  static permission = "granted";
+  static requestPermission() { return Promise.resolve("granted"); }
+  constructor(title, options) { window.notified.push({ title, body: options.body }); }
+};
+"""
+
+
+async def test_ava_writing_first_notifies_a_background_tab(web: WebApp) -> None:
+    context = await web.browser.new_context()
+    await context.add_init_script(AWAY)
+    page = await context.new_page()
+    try:
+        await page.goto(web.url + "/")
+        await page.fill("#name", "Intan")
+        await page.press("#name", "Enter")
+        await page.wait_for_selector("body[data-ready='true']", timeout=15_000)
+        headers = await web.app.sign_in("Intan")
+        reminders = web.services.reminders
+        assert reminders is not None
+        await reminders.reminders.schedule_at(
+            person_id=await person_id(web, headers),
+            text="drink water",
+            due_at=datetime.now(UTC) + timedelta(seconds=2),
+            time_zone="Asia/Jakarta",
+        )
+        await page.wait_for_function("() => window.notified.length > 0", timeout=30_000)
+        notified = await page.evaluate("window.notified")
+    finally:
+        await context.close()
+    assert notified[0]["title"] == "Ava" and notified[0]["body"], notified
