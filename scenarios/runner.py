@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from agents import Command, Model, ModelRequest, ModelResponse, SmartHome
 from chat import Message, People, Person, Run, Runs, Threads, Turns, Wallet
-from scenarios.rules import RULES, Observation
+from scenarios.rules import ALWAYS, RULES, Observation
 from scenarios.spec import Scenario, Suite
 
 RUN_NAME_PREFIX = "eval"
@@ -192,6 +192,11 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
             for expectation in turn.expect:
                 failure = await RULES[expectation.rule].check(observation, expectation.value)
                 result.verdicts.append(Verdict(expectation.rule, index, expectation.line, failure))
+            named = {e.rule for e in turn.expect}
+            for rule, value in ALWAYS.items():  # every turn, scene-setting ones too
+                if rule not in named:
+                    failure = await RULES[rule].check(observation, value)
+                    result.verdicts.append(Verdict(rule, index, scenario.line, failure))
     except Exception as exc:  # a scenario that cannot run fails alone, with its reason
         result.error = f"{type(exc).__name__}: {exc}"
     result.seconds = time.monotonic() - started

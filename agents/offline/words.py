@@ -135,7 +135,6 @@ _INDONESIAN = frozenset(
         "kontak",
         "jadwal",
         "pesan",
-        "email",
         "nya",
         "bantu",
         "siapa",
