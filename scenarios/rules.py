@@ -263,6 +263,11 @@ _INDONESIAN = frozenset(
         "ketutup",
         "dadah",
         "sampai",
+        "dari",
+        "soal",
+        "terbaru",
+        "muter",
+        "kontakmu",
     ]
 )
 
@@ -282,7 +287,10 @@ async def _check_language(o: Observation, expected: str) -> str | None:
         return "nobody replied, so there is no language to check"
     mine, other = (_INDONESIAN, _ENGLISH) if expected == "id" else (_ENGLISH, _INDONESIAN)
     for text in texts:
-        words = _words(text)
+        # A quoted line ("> ...") or a title in “curly quotes” is the person's data as written (a
+        # mail's body, its subject), not the reply's own words.
+        own = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+        words = _words(re.sub(r"“[^”]*”", " ", own))
         stray = sorted({w for w in words if w in other})
         if stray:
             return f"{text!r} mixes in {stray}"

@@ -142,6 +142,19 @@ _INDONESIAN = frozenset(
         "tidur",
         "ruangan",
         "kecerahan",
+        "bacain",
+        "bacakan",
+        "terakhir",
+        "terbaru",
+        "balas",
+        "balesin",
+        "kecilin",
+        "gedein",
+        "dikit",
+        "nomor",
+        "hp",
+        "santai",
+        "depan",
     ]
 )
 
@@ -240,6 +253,18 @@ FOLLOW_UP = (
     "less",
     "the other one",
     "yang satunya",
+    # what was just discussed: "read me the latest one", "reply to her", "louder"
+    "one",
+    "latest",
+    "her",
+    "him",
+    "them",
+    "louder",
+    "quieter",
+    "terakhir",
+    "terbaru",
+    "dia",
+    "yang itu",
 )
 
 # Where one request ends and the next begins inside a message.
