@@ -268,6 +268,19 @@ _INDONESIAN = frozenset(
         "terbaru",
         "muter",
         "kontakmu",
+        "ke",
+        "di",
+        "pemutar",
+        "kalendermu",
+        "kosong",
+        "jadwalmu",
+        "tanggal",
+        "besok",
+        "hari",
+        "jam",
+        "aku",
+        "kirim",
+        "subjek",
     ]
 )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from agents import Command, Model, ModelRequest, ModelResponse, SmartHome
+from agents import Command, Model, ModelRequest, ModelResponse, SmartHome, detect_language
 from chat import Message, People, Person, Run, Runs, Threads, Turns, Wallet
 from scenarios.rules import ALWAYS, RULES, Observation
 from scenarios.spec import Scenario, Suite
@@ -97,6 +97,9 @@ class ScenarioResult:
     error: str | None = None  # the scenario could not run at all
     seconds: float = 0.0
     transcript: list[str] = field(default_factory=list)  # "author: text" of every turn's messages
+    # Per turn: the language it was said in and the tools its runs called (the coverage table).
+    # A call is (the calling run's tool names, the tool called): the names tell whose run it was.
+    reached: list[tuple[str, frozenset[tuple[frozenset[str], str]]]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -187,6 +190,12 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
                 product=product,
             )
             result.transcript += [f"{m['author']}: {m['text']}" for m in observation.messages]
+            called = frozenset(
+                (frozenset(t.name for t in request.tools), c.name)
+                for request, response in product.model.responses
+                for c in response.calls
+            )
+            result.reached.append((detect_language(turn.say), called))
             if scenario.door != "text":
                 result.transcript.append(f"(spoken raw) {observation.spoken}")
             for expectation in turn.expect:

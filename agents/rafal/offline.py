@@ -22,6 +22,7 @@ from agents.offline.words import Lang, has_any, words_of
 WORKSPACE_WORDS = (
     "email", "emails", "mail", "inbox", "calendar", "meeting", "meetings", "contact", "contacts", "surel",
     "kalender", "rapat", "kontak", "jadwal", "agenda", "appointment", "emailnya", "kontaknya", "kalenderku",
+    "jadwalku", "agendaku", "kontakku",
 )  # fmt: skip
 
 
@@ -30,7 +31,7 @@ def claims(clause: str) -> bool:
 
 
 _SEND = re.compile(
-    r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+to\s+"
+    r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+(?:to\s+)?"
     r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -49,8 +50,14 @@ _WEEKDAYS = {
 _IN_CALENDAR = re.compile(r"\b(?:in|on|to|into|ke|di)\s+(?:my|the|your)?\s*(?:calendar|kalender(?:ku)?)\b", re.I)
 _ARTICLE = re.compile(r"^(?:an?|the|my|sebuah)\s+", re.IGNORECASE)
 _MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk")
-_CALENDAR_WORDS = ("calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat")
+_CALENDAR_WORDS = (
+    "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
+    "jadwalku", "agendaku", "meeting",
+)  # fmt: skip
 _NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")
+
+
+_DAYS_ID = ("Senin", "Selasa", "Rabu", "Kamis", "Jumat", "Sabtu", "Minggu")
 
 
 def _pick(lang: Lang, en: str, id_: str) -> str:
@@ -133,7 +140,11 @@ def _read_mail(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         f"You have {count} email{'s' if count > 1 else ''}{when}{where}, from {senders}.",
         f"Ada {count} email{when}{where}, dari {senders}.",
     )
-    return head + "\n" + "\n".join(f"- {_sender_name(m['from'])}: {m['subject']}" for m in messages), []
+    # In Indonesian a subject is quoted: it is the mail's words, not the reply's.
+    subjects = [m["subject"] if lang == "en" else f"“{m['subject']}”" for m in messages]
+    return head + "\n" + "\n".join(
+        f"- {_sender_name(m['from'])}: {t}" for m, t in zip(messages, subjects, strict=True)
+    ), []
 
 
 def _join_names(names: list[str], lang: Lang) -> str:
@@ -215,7 +226,7 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     if not events:
         return _pick(lang, f"Nothing on your calendar {en}{where}.", f"Kalendermu kosong {id_}{where}."), []
     items = _join_names([f"{e['summary']} at {e['start'][11:16]}" for e in events], lang)
-    items_id = _join_names([f"{e['summary']} jam {e['start'][11:16]}" for e in events], lang)
+    items_id = _join_names([f"“{e['summary']}” jam {e['start'][11:16]}" for e in events], lang)
     return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
 
 
@@ -232,7 +243,8 @@ def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str,
         return _pick(
             lang,
             f"Added {event['summary']} on {start:%A %d %B} at {start:%H:%M}{where}.",
-            f"Udah aku tambahin {event['summary']} hari {start:%A %d/%m} jam {start:%H:%M}{where}.",
+            f"Udah aku tambahin “{event['summary']}” hari {_DAYS_ID[start.weekday()]} {start:%d/%m}"
+            f" jam {start:%H:%M}{where}.",
         ), []
     hour = _hour(s.request)
     days = _weekday(s.request, now)
@@ -268,9 +280,9 @@ _REPLY = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _CONTACT_ASK = re.compile(
-    r"\b(?:(?P<who>[A-Za-z]\w+)'s\s+(?:e-?mail|number|phone|contact|address)|(?:e-?mail(?:\s+address)?|number|"
+    r"\b(?:(?P<who>[A-Za-z]\w+)'s\s+(?:e-?mail|number|phone|contact|address)|(?:e-?mail\s+address|number|"
     r"phone(?:\s+number)?|nomor(?:\s+hp|\s+telepon)?|nomer(?:\s+hp)?|no hp|alamat email|kontak)\s+"
-    r"(?:of\s+|for\s+|si\s+)?(?P<who2>[A-Za-z]\w+))",
+    r"(?:of\s+|for\s+|si\s+)?(?P<who2>[A-Za-z]\w+)|e-?mail\s+(?:of\s+|for\s+|si\s+)?(?P<who3>(?-i:[A-Z])\w+))",
     re.IGNORECASE,
 )
 _CONTACT_WORDS = ("contacts", "contact", "kontak", "kontakku", "address book")
@@ -360,10 +372,13 @@ def _contact(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     named = [c for c in contacts if said & set(c["name"].lower().split())]
     if not named:
         asked = _CONTACT_ASK.search(s.request)
-        who = (asked.group("who") or asked.group("who2")) if asked else None
+        who = (asked.group("who") or asked.group("who2") or asked.group("who3")) if asked else None
         if who and who.lower() not in _NOT_A_NAME:
             return _pick(lang, f"I don't see {who} in your contacts.", f"Aku nggak nemu {who} di kontakmu."), []
-        names = _join_names([c["name"] for c in contacts], lang)
+        names = _join_names(
+            [f"{c['name']} {_pick(lang, 'at', 'di')} {c['emails'][0]}" if c["emails"] else c["name"] for c in contacts],
+            lang,
+        )
         return _pick(lang, f"Your contacts: {names}.", f"Kontakmu: {names}."), []
     c = named[0]
     ways = _join_names([*c["emails"], *c["phones"]], lang) or _pick(lang, "no email or number", "belum ada email/nomor")
@@ -386,7 +401,9 @@ def _contact_to_add(request: str) -> str | None:
         return None
     if not (has_any(request, _CONTACT_WORDS) or has_any(request, ("number", "nomor", "nomer", "email"))):
         return None
-    cleaned = re.sub(r"\b(?:kontak|contact|nomor|nomer|number|email|e-mail|hp)\b", " ", request, flags=re.I)
+    cleaned = re.sub(
+        r"\b(?:kontak|contact|nomor|nomer|number|email|e-mail|hp)\b", " ", _ADDRESS.sub(" ", request), flags=re.I
+    )
     match = _ADD_CONTACT.search(cleaned)
     if match is None:
         return None
@@ -414,7 +431,8 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if s.results and "error" in s.results[-1][1]:
         return _failed(lang, str(s.results[-1][1]["error"]))
     short = len(request.split()) <= 6
-    if short and (is_plain_yes(request) or has_any(request, _NO)):
+    asks_more = request.rstrip().endswith("?") or _REPLY.search(request) or _SEND.search(request)
+    if short and (is_plain_yes(request) or has_any(request, _NO)) and not asks_more:
         answered = _answer_proposal(s, lang, yes=is_plain_yes(request))
         if answered is not None:
             return answered

@@ -69,7 +69,7 @@ _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
 # Words around what to play that are not what to play.
 _FILLER_WORDS = (
     "some a an the me my music musik song songs lagu lagu2 track tracks please dong ya yang untuk buat aku saya "
-    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play"
+    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play pls plz"
 )
 _FILLER = frozenset(_FILLER_WORDS.split())
 
@@ -134,7 +134,10 @@ def _where(lang: Lang, result: dict[str, Any] | None) -> str:
     return _pick(lang, " on your sandbox player", " di pemutar sandbox-mu")
 
 
-def _track_words(track: dict[str, Any]) -> str:
+def _track_words(track: dict[str, Any], lang: Lang = "en") -> str:
+    # In Indonesian the title is quoted: it is a name, not words of the sentence.
+    if lang == "id":
+        return f"“{track['name']}” dari {', '.join(track['artists'])}"
     return f"{track['name']} by {', '.join(track['artists'])}"
 
 
@@ -155,9 +158,9 @@ def _play(s: Situation, lang: Lang, query: str) -> tuple[str, list[FunctionCall]
         return _pick(lang, f"I couldn't find anything for “{query}”.", f"Aku nggak nemu lagu buat “{query}”."), []
     first = tracks[0]
     if name == "play" and "error" not in last:
-        return _pick(lang, f"Now playing {_track_words(first)}", f"Sekarang muter {_track_words(first)}") + _where(
-            lang, last
-        ) + ".", []
+        return _pick(
+            lang, f"Now playing {_track_words(first)}", f"Sekarang muter {_track_words(first, lang)}"
+        ) + _where(lang, last) + ".", []
     if name == "my_devices":
         devices = last.get("devices", [])
         if not devices:
@@ -207,7 +210,7 @@ def _report(lang: Lang, kind: Want, value: Any, last: dict[str, Any]) -> str:
     track = last.get("track")
     if not track:
         return _pick(lang, f"Nothing is playing right now{where}.", f"Lagi nggak ada yang diputar{where}.")
-    words = _track_words(track)
+    words = _track_words(track, lang)
     if kind == "now_playing" and not last.get("playing"):
         return _pick(lang, f"{words} is paused{where}.", f"{words} lagi dijeda{where}.")
     lead = {"next": ("Skipped. Now playing", "Udah aku skip. Sekarang"), "previous": ("Back to", "Balik ke")}
