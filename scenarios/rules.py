@@ -286,7 +286,8 @@ _INDONESIAN = frozenset(
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", re.sub(r"#\w+#", " ", text.lower()))
+    # Whole words only: "ada" inside a generated name such as "Budi 25ada5" is no word.
+    return re.findall(r"(?<!\w)[a-z']+(?!\w)", re.sub(r"#\w+#", " ", text.lower()))
 
 
 @register(

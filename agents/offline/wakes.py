@@ -129,9 +129,13 @@ def _has_time(request: str) -> bool:
     return _when(request, datetime(2000, 1, 1)) is not None  # noqa: DTZ001 - only asks whether it parses
 
 
+_DAY = re.compile(r"\b(?:tomorrow|today|tonight|this (?:morning|afternoon|evening)|besok|hari ini|nanti malam)\b", re.I)
+
+
 def _task(request: str, lang: Lang) -> str:
     """What to be reminded of, in the person's words (pronouns turned to "you")."""
-    text = _CLOCK.sub(" ", _RELATIVE.sub(" ", request))
+    # The day is said with the time ("at 07:00 tomorrow"), never inside the task.
+    text = _DAY.sub(" ", _CLOCK.sub(" ", _RELATIVE.sub(" ", request)))
     match = (_TASK_ID if lang == "id" else _TASK_EN).search(text) or _TASK_EN.search(text) or _TASK_ID.search(text)
     task = " ".join((match.group(1) if match else text).split()).strip(" .!,;")
     task = re.sub(r"^(?:to|untuk|buat)\s+", "", task, flags=re.IGNORECASE)

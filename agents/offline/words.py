@@ -179,6 +179,17 @@ _INDONESIAN = frozenset(
         "ganti",
         "ada",
         "baru",
+        "iya",
+        "boleh",
+        "jangan",
+        "batal",
+        "batalin",
+        "usah",
+        "jadi",
+        "hapus",
+        "pengingat",
+        "telepon",
+        "buat",
     ]
 )
 

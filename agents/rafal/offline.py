@@ -54,7 +54,10 @@ _CALENDAR_WORDS = (
     "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
     "jadwalku", "agendaku", "meeting",
 )  # fmt: skip
-_NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")
+_NO = (
+    "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
+    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+)  # fmt: skip
 
 
 _DAYS_ID = ("Senin", "Selasa", "Rabu", "Kamis", "Jumat", "Sabtu", "Minggu")
@@ -431,7 +434,9 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if s.results and "error" in s.results[-1][1]:
         return _failed(lang, str(s.results[-1][1]["error"]))
     short = len(request.split()) <= 6
-    asks_more = request.rstrip().endswith("?") or _REPLY.search(request) or _SEND.search(request)
+    asks_more = (
+        request.rstrip().endswith("?") or _REPLY.search(request) or _SEND.search(request) or _SEND_ID.search(request)
+    )
     if short and (is_plain_yes(request) or has_any(request, _NO)) and not asks_more:
         answered = _answer_proposal(s, lang, yes=is_plain_yes(request))
         if answered is not None:
