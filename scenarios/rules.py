@@ -397,12 +397,15 @@ _DONE = re.compile(
     r"is now|are now|now playing|paused|skipped|udah aku|sudah aku|beres|berhasil)\b",
     re.IGNORECASE,
 )
-# Deeds only a tool named or described for them could do: the stem must appear in one of
-# the writer's own tools, or the claim is empty whatever else the run called.
+# Deeds said as done that only a tool named or described for them could do: the stem must
+# appear in one of the writer's own tools, or the claim is empty whatever else the run called.
 _DEEDS: dict[str, re.Pattern[str]] = {
-    stem: re.compile(rf"\b{stem}\w*\b", re.IGNORECASE)
-    for stem in ("book", "order", "paid", "pay", "bought", "buy", "purchas", "reserv", "transferr", "deliver", "tweet",
-                 "post", "upload", "download", "delet", "lock", "unlock", "call", "text", "whatsapp")
+    stem: re.compile(rf"\b{done}\b", re.IGNORECASE)
+    for done, stem in (("booked", "book"), ("ordered", "order"), ("paid", "pay"), ("bought", "buy"),
+                       ("purchased", "purchas"), ("reserved", "reserv"), ("transferred", "transfer"),
+                       ("delivered", "deliver"), ("posted", "post"), ("tweeted", "tweet"), ("uploaded", "upload"),
+                       ("deleted", "delet"), ("locked", "lock"), ("unlocked", "lock"), ("called", "call"),
+                       ("texted", "text"))
 }  # fmt: skip
 _NEGATED = re.compile(
     r"\b(can't|cannot|can not|couldn't|not|no|never|isn't|aren't|belum|nggak|gak|tidak|bukan)\b", re.IGNORECASE
@@ -514,8 +517,36 @@ async def _check_refusals(o: Observation, expected: bool) -> str | None:
     return None
 
 
+# A templated reply whose slot was filled badly: a word twice ("remind you to to buy"), a
+# word that needs what follows left hanging at a sentence's end ("at.", "untuk."), a slot
+# left empty (" ,", "  ."), or a time said twice ("to tomorrow to buy milk at 07:00").
+_DOUBLED = re.compile(r"(?<![\w'])([a-z]+)[ \t]+\1(?![\w'])", re.IGNORECASE)
+_DANGLING = re.compile(
+    r"(?<![\w'])(to|the|a|an|at|of|for|with|and|by|from|di|ke|untuk|dan|jam|dari|yang)\s*[.!?](?:\s|$)",
+    re.IGNORECASE,
+)
+_EMPTY_SLOT = re.compile(r"\s[,.;:!?](?:\s|$)|\(\s*\)|“\s*”")
+_TWO_WHENS = re.compile(r"\bto (?:tomorrow|today|tonight)\b", re.IGNORECASE)
+
+
+@register("reads_as_sentences", "no reply doubles a word, leaves one dangling, or leaves a slot empty", _boolean)
+async def _check_sentences(o: Observation, expected: bool) -> str | None:
+    if not expected:
+        return None
+    for message in o.replies:
+        # Quoted lines and titles are the person's data as written, not the reply's template.
+        own = "\n".join(line for line in message["text"].splitlines() if not line.lstrip().startswith(("> ", "- ")))
+        text = re.sub(r"“[^”]*”", "“x”", _TAG.sub(" ", own))
+        for pattern, what in ((_DOUBLED, "a doubled word"), (_DANGLING, "a dangling word"),
+                              (_EMPTY_SLOT, "an empty slot"), (_TWO_WHENS, "a time in the task")):  # fmt: skip
+            found = pattern.search(text)
+            if found:
+                return f"{message['author']}: {message['text']!r} has {what}: {found.group(0).strip()!r}"
+    return None
+
+
 # Judged on every turn of every scenario, expectations or not (the runner adds them).
-ALWAYS: dict[str, Any] = {"refusals_true": True}
+ALWAYS: dict[str, Any] = {"refusals_true": True, "reads_as_sentences": True}
 
 
 _AT_LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")

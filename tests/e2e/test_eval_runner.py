@@ -96,7 +96,13 @@ async def test_a_scenario_that_must_fail_fails_with_the_rule_named(settings: Set
     assert right.passed and not wrong.passed
     assert {v.rule for v in wrong.verdicts if v.failure} == {"ava_silent", "home"}
     # refusals_true judges every turn, written or not (docs/eval.md)
-    assert rule_rates([result]) == {"ava_silent": (1, 2), "handoffs": (1, 1), "home": (0, 1), "refusals_true": (2, 2)}
+    assert rule_rates([result]) == {
+        "ava_silent": (1, 2),
+        "handoffs": (1, 1),
+        "home": (0, 1),
+        "refusals_true": (2, 2),
+        "reads_as_sentences": (2, 2),
+    }
     assert result.pass_rate == 0.5 and not result.ok
     report = render([result], model="OfflineModel")
     assert "FAIL wrong-about-silence-and-the-home" in report
@@ -113,7 +119,13 @@ async def test_voice_rules_catch_a_sloppy_spoken_reply(settings: Settings, tmp_p
     async with eval_product(settings, model=scripted) as product:
         result = await run_suite(product, load_suite(write(tmp_path, VOICE)))
     failures = {v.rule: v.failure for v in result.results[0].verdicts if v.failure}
-    assert set(failures) == {"spoken_characters", "emotion_tags", "spoken_sentences_max", "end"}
+    assert set(failures) == {
+        "spoken_characters",
+        "emotion_tags",
+        "spoken_sentences_max",
+        "end",
+        "reads_as_sentences",  # the thread keeps "Hello there ! How are you?": brackets dropped, a gap left
+    }
     assert "happy" in str(failures["emotion_tags"]) and "(" in str(failures["spoken_characters"])
 
 
@@ -162,6 +174,7 @@ async def test_the_runner_drives_the_gemini_adapter_like_any_model(settings: Set
         "ava_silent": False,
         "home": False,
         "refusals_true": True,
+        "reads_as_sentences": True,
     }
     assert "zee: Done: the bedroom light is on." in wrong.transcript
 

@@ -214,3 +214,26 @@ async def test_refusals_true_passes_a_device_that_cannot_and_a_missing_tool() ->
     alone = said_by("yori", "I can't play or check music yet: no music service is connected here.", "play jazz")
     no_tools = Observation(**{**_fields(alone), "product": SimpleNamespace(team=idle)})
     assert await verdict("refusals_true", no_tools, True) is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Okay, I'll remind you to tomorrow to buy milk at 07:00.",  # a time inside the task
+        "Okay, I'll remind you to to buy milk.",  # a doubled word
+        "Okay, I'll remind you at.",  # a slot left empty at the end
+        "Added  , on Friday.",  # an empty slot
+        "Oke, nanti aku ingetin untuk.",  # the same in Indonesian
+    ],
+)
+async def test_reads_as_sentences_fails_a_badly_filled_template(reply: str) -> None:
+    assert await verdict("reads_as_sentences", said_by("ava", reply), True) is not None
+
+
+async def test_reads_as_sentences_passes_a_sentence_and_quoted_data() -> None:
+    assert (
+        await verdict("reads_as_sentences", said_by("ava", "Okay, I'll remind you to buy milk at 07:00."), True) is None
+    )
+    assert await verdict("reads_as_sentences", handed_to_zee("The bedroom light is on."), True) is None
+    quoted = "The latest email is from Sari, about “Hi hi”:\n> see you at the the cafe"
+    assert await verdict("reads_as_sentences", said_by("rafal", quoted), True) is None
