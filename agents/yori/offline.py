@@ -81,7 +81,8 @@ def _pick(lang: Lang, en: str, id_: str) -> str:
 def _step(request: str) -> int | None:
     """A change of volume asked for, in points (+ louder, - quieter), or None."""
     up, down = has_any(request, _UP), has_any(request, _DOWN)
-    if up == down or not (has_any(request, _LOUDNESS) or has_any(request, ("louder", "quieter", "softer"))):
+    alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin")
+    if up == down or not (has_any(request, _LOUDNESS) or has_any(request, alone)):
         return None
     by = _BY.search(request)
     amount = int(by.group(1) or by.group(2)) if by else (25 if has_any(request, _A_LOT) else 10)
