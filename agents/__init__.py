@@ -6,6 +6,7 @@ roots may reach further. The Gemini adapter is imported by the composition root 
 (`agents.gemini`), so the SDK loads only when a key is set.
 """
 
+from agents.capabilities import capabilities as capability_vocabulary
 from agents.capabilities import hollow
 from agents.emotions import EMOTIONS, Segment, SpokenReply, parse_spoken
 from agents.errors import RunLimitExceeded, ToolError
@@ -101,6 +102,7 @@ __all__ = [
     "Usage",
     "VendorSettings",
     "build_specialists",
+    "capability_vocabulary",
     "compose",
     "current_roster",
     "detect_language",

@@ -61,6 +61,9 @@ from ledger import PostgresLedger
 from settings import Settings
 from web import ChatApi, EdgeLimits, WakeDoors, build_app
 
+# How long a recall waits for the person's newest messages to be learned first.
+RECALL_CATCH_UP_S = 1.0
+
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it.
     from voice import VoiceDoors
@@ -197,7 +200,14 @@ async def bootstrap(
     # Stopped after the detached turns below have finished, so their events are still heard.
     listener = await build_listener(dsn, stack)
     reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
-    toolbox = build_toolbox(specialists=specialists, knowledge=memory.knowledge, reminders=reminder_parts.reminders)
+    learning = memory.learning
+    toolbox = build_toolbox(
+        specialists=specialists,
+        knowledge=memory.knowledge,
+        reminders=reminder_parts.reminders,
+        # A fact said a moment ago is learned before Ava recalls (docs/agents.md#memory), within a second.
+        catch_up=lambda person_id: learning.catch_up(person_id, timeout_s=RECALL_CATCH_UP_S),
+    )
     # Each model call's usage is kept on disk from its return until its charge is written;
     # closed after the detached charges below have finished (chat.outbox).
     outbox = Outbox(settings.avagenc_home / "outbox")

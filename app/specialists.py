@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 import httpx
@@ -76,7 +77,11 @@ def build_specialists_on(
 
 
 def build_toolbox(
-    *, specialists: Specialists, knowledge: Knowledge | None = None, reminders: Reminders | None = None
+    *,
+    specialists: Specialists,
+    knowledge: Knowledge | None = None,
+    reminders: Reminders | None = None,
+    catch_up: Callable[[str], Awaitable[object]] | None = None,
 ) -> Toolbox:
     """Which tools each agent gets in this deployment: the one place capabilities plug in."""
     toolbox = Toolbox()
@@ -88,9 +93,13 @@ def build_toolbox(
     toolbox.register("ava", handoffs)
     if knowledge is not None:
         memory = knowledge
-        toolbox.register(
-            "ava", lambda context: recall_tools(memory, person_id=context.person_id, person_name=context.person_name)
-        )
+
+        def recall(context: RunContext) -> list[Tool]:
+            # What the person just said is learned before the graph is asked (bounded by catch_up).
+            learn = (lambda: catch_up(context.person_id)) if catch_up is not None else None
+            return recall_tools(memory, person_id=context.person_id, person_name=context.person_name, catch_up=learn)
+
+        toolbox.register("ava", recall)
     if reminders is not None:
         # Only Ava keeps wake notes: specialists act in the present (docs/agents.md#wake-notes-postera).
         toolbox.register("ava", lambda context: wake_tools(reminders, context))

@@ -42,7 +42,16 @@ from app.records import records
 from app.server import freeze_startup_heap, running
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from scenarios import ScenarioError, SuiteResult, bundled_suites, load_suite, render, run_suite
+from scenarios import (
+    ScenarioError,
+    SuiteResult,
+    agent_coverage,
+    bundled_suites,
+    load_suite,
+    render,
+    render_coverage,
+    run_suite,
+)
 from settings import Settings
 
 log = logging.getLogger("avagenc")
@@ -232,8 +241,10 @@ async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str], t
             for suite in suites:
                 results.append(await run_suite(product, suite, only=only))
             model = type(product.model.inner).__name__
+            table = agent_coverage(results, product.team)
     label = model if settings.gemini_api_key is None else f"{model} {settings.gemini_model}"
     print(render(results, model=label, transcripts=transcripts))
+    print(render_coverage(table))
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -5,7 +5,7 @@ Used by the composition root (the CLI verb) and the tests; it reaches the domain
 through their top-level names.
 """
 
-from scenarios.report import render, rule_rates, summary
+from scenarios.report import PHRASINGS_MIN, agent_coverage, render, render_coverage, rule_rates, summary
 from scenarios.rules import RULES, Observation, Rule, register
 from scenarios.runner import (
     Product,
@@ -19,6 +19,7 @@ from scenarios.runner import (
 from scenarios.spec import Scenario, ScenarioError, Suite, bundled_suites, load_suite
 
 __all__ = [
+    "PHRASINGS_MIN",
     "RULES",
     "Observation",
     "Product",
@@ -30,10 +31,12 @@ __all__ = [
     "ScenarioResult",
     "Suite",
     "SuiteResult",
+    "agent_coverage",
     "bundled_suites",
     "load_suite",
     "register",
     "render",
+    "render_coverage",
     "rule_rates",
     "run_scenario",
     "run_suite",

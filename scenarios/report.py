@@ -6,6 +6,7 @@ Plain text for a terminal, and the same numbers as a dict (for BENCHMARKS.md and
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scenarios.runner import SuiteResult
@@ -20,6 +21,46 @@ def rule_rates(results: list[SuiteResult]) -> dict[str, tuple[int, int]]:
                 rates[verdict.rule][1] += 1
                 rates[verdict.rule][0] += verdict.failure is None
     return {rule: (passed, checked) for rule, (passed, checked) in sorted(rates.items())}
+
+
+LANGUAGES = ("en", "id")
+# The floor the coverage table is held to: phrasings per tool and language (docs/eval.md#coverage).
+PHRASINGS_MIN = 5
+
+
+def registry_tools(team: Mapping[str, Sequence[Any]]) -> list[str]:
+    """Every tool each agent has in this deployment, as "agent.tool", by agent then as declared."""
+    return list(dict.fromkeys(f"{agent}.{spec.name}" for agent, specs in team.items() for spec in specs))
+
+
+def agent_coverage(results: list[SuiteResult], team: Mapping[str, Sequence[Any]]) -> dict[str, dict[str, int]]:
+    """ "agent.tool" -> language -> how many turns of passing scenarios called it, for every
+    tool in the registry (0 where no turn reaches it). A call is the agent's whose tools the
+    calling run had, so a tool two agents share (the confirmation tools) counts for the one
+    that called it."""
+    table = {name: dict.fromkeys(LANGUAGES, 0) for name in registry_tools(team)}
+    owners = {frozenset(spec.name for spec in specs): agent for agent, specs in team.items()}
+    for suite in results:
+        for scenario in suite.results:
+            if not scenario.passed:
+                continue
+            for lang, called in scenario.reached:
+                for key in {f"{owners.get(tools, '?')}.{tool}" for tools, tool in called}:
+                    if key in table and lang in table[key]:
+                        table[key][lang] += 1
+    return table
+
+
+def render_coverage(table: Mapping[str, Mapping[str, int]]) -> str:
+    lines = ["coverage (turns reaching each tool, by the language they were said in):"]
+    lines.append(f"  {'tool':<32} {'en':>4} {'id':>4}")
+    for tool, counts in table.items():
+        short = [lang for lang in LANGUAGES if counts[lang] < PHRASINGS_MIN]
+        mark = "" if not short else f"  below {PHRASINGS_MIN} in {', '.join(short)}"
+        lines.append(f"  {tool:<32} {counts['en']:>4} {counts['id']:>4}{mark}")
+    full = sum(all(c[lang] >= PHRASINGS_MIN for lang in LANGUAGES) for c in table.values())
+    lines.append(f"  {full}/{len(table)} tools reached by at least {PHRASINGS_MIN} turns in each language")
+    return "\n".join(lines)
 
 
 def _pct(passed: int, total: int) -> str:

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agents import AGENTS, EMOTIONS, hollow
+from agents import AGENTS, EMOTIONS, capability_vocabulary, hollow
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +224,9 @@ _ENGLISH = frozenset(
         "open",
         "closed",
         "not",
-        "I'm",
+        "anytime",
+        "welcome",
+        "i'm",
         "i",
     ]
 )
@@ -261,12 +263,31 @@ _INDONESIAN = frozenset(
         "ketutup",
         "dadah",
         "sampai",
+        "dari",
+        "soal",
+        "terbaru",
+        "muter",
+        "kontakmu",
+        "ke",
+        "di",
+        "pemutar",
+        "kalendermu",
+        "kosong",
+        "jadwalmu",
+        "tanggal",
+        "besok",
+        "hari",
+        "jam",
+        "aku",
+        "kirim",
+        "subjek",
     ]
 )
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", re.sub(r"#\w+#", " ", text.lower()))
+    # Whole words only: "ada" inside a generated name such as "Budi 25ada5" is no word.
+    return re.findall(r"(?<!\w)[a-z']+(?!\w)", re.sub(r"#\w+#", " ", text.lower()))
 
 
 @register(
@@ -280,7 +301,10 @@ async def _check_language(o: Observation, expected: str) -> str | None:
         return "nobody replied, so there is no language to check"
     mine, other = (_INDONESIAN, _ENGLISH) if expected == "id" else (_ENGLISH, _INDONESIAN)
     for text in texts:
-        words = _words(text)
+        # A quoted line ("> ...") or a title in “curly quotes” is the person's data as written (a
+        # mail's body, its subject), not the reply's own words.
+        own = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+        words = _words(re.sub(r"“[^”]*”", " ", own))
         stray = sorted({w for w in words if w in other})
         if stray:
             return f"{text!r} mixes in {stray}"
@@ -366,14 +390,163 @@ async def _check_end(o: Observation, expected: bool) -> str | None:
     return None
 
 
-@register("promises_backed", "the replies promise only what some registered tool really does", _boolean)
+# A sentence that says something was done ("Done, your flight is booked.") is a claim a
+# tool call must back: the run that wrote it called at least one tool this turn.
+_DONE = re.compile(
+    r"\b(done|booked|ordered|paid|bought|reserved|sent|scheduled|added|cancell?ed|turned|switched|set to|"
+    r"is now|are now|now playing|paused|skipped|udah aku|sudah aku|beres|berhasil)\b",
+    re.IGNORECASE,
+)
+# Deeds said as done that only a tool named or described for them could do: the stem must
+# appear in one of the writer's own tools, or the claim is empty whatever else the run called.
+_DEEDS: dict[str, re.Pattern[str]] = {
+    stem: re.compile(rf"\b{done}\b", re.IGNORECASE)
+    for done, stem in (("booked", "book"), ("ordered", "order"), ("paid", "pay"), ("bought", "buy"),
+                       ("purchased", "purchas"), ("reserved", "reserv"), ("transferred", "transfer"),
+                       ("delivered", "deliver"), ("posted", "post"), ("tweeted", "tweet"), ("uploaded", "upload"),
+                       ("deleted", "delet"), ("locked", "lock"), ("unlocked", "lock"), ("called", "call"),
+                       ("texted", "text"))
+}  # fmt: skip
+_NEGATED = re.compile(
+    r"\b(can't|cannot|can not|couldn't|not|no|never|isn't|aren't|belum|nggak|gak|tidak|bukan)\b", re.IGNORECASE
+)
+
+
+def _sentences_of(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?;:])\s+|\n", text) if s.strip()]
+
+
+def _unbacked(text: str, specs: tuple[Any, ...], called: bool) -> list[str]:
+    """What one reply claims that its writer's tools (and this turn's calls) do not back."""
+    wrong = hollow(text, specs)
+    described = " ".join(f"{s.name} {s.description}" for s in specs).lower()
+    for sentence in _sentences_of(text):
+        if _NEGATED.search(sentence):
+            continue
+        if _DONE.search(sentence) and not called:
+            wrong.append(f"{sentence.strip()!r} (a deed with no tool called)")
+        for stem, pattern in _DEEDS.items():
+            found = pattern.search(sentence)
+            if found and stem not in described:
+                wrong.append(f"{found.group(0)!r} (no tool of the writer does that)")
+    return list(dict.fromkeys(wrong))
+
+
+@register("promises_backed", "each reply promises only what its writer's own registered tools really do", _boolean)
 async def _check_promises(o: Observation, expected: bool) -> str | None:
-    tools = [spec for specs in getattr(o.product, "team", {}).values() for spec in specs]
-    said = " ".join(m["text"] for m in o.replies) or o.spoken
-    empty = hollow(said, tools)
-    if expected and empty:
-        return f"{said!r} promises {empty}, which no registered tool provides"
+    if not expected:
+        return None
+    team: Mapping[str, tuple[Any, ...]] = getattr(o.product, "team", {}) or {}
+    called = {r["id"] for r in o.runs if r.get("tool_calls")}
+    written = [(m["author"], m["text"], m.get("run_id") in called) for m in o.replies]
+    if not written and o.spoken:
+        written = [("ava", o.spoken, any(r["agent"] == "ava" and r["id"] in called for r in o.runs))]
+    handed = {r["agent"] for r in o.runs if r["trigger"] == "ava"}
+    for author, text, did_call in written:
+        for sentence in _sentences_of(_TAG.sub(" ", text)):
+            specs = tuple(team.get(author, ()))
+            if author == "ava":  # she speaks for whom she names or handed on ("Zee can ...", a relay)
+                low = sentence.lower()
+                for name in team:
+                    if name != "ava" and (name in handed or re.search(rf"\b{name}\b", low)):
+                        specs += tuple(team[name])
+            empty = _unbacked(sentence, specs, did_call)
+            if empty:
+                return f"{author}: {text!r} promises {empty}, which none of the tools it speaks for provides"
     return None
+
+
+# What a request asks for, in the eval's own words (never the offline model's), and the
+# tools that provide it: a refusal is false when the writer (or, for Ava, anyone in the room)
+# has one of them.
+_ASKS_FOR: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), frozenset(tools.split()))
+    for pattern, tools in (
+        (r"\b(e-?mails?|mail|inbox|surel|reply|balas\w*)\b", "read_messages send_email"),
+        (r"\b(calendar|kalender|events?|meetings?|appointments?|jadwal\w*|rapat|acara)\b", "list_events add_event"),
+        (r"\b(contacts?|kontak\w*|phone numbers?|nomor)\b", "list_contacts add_contact"),
+        (r"\b(music|songs?|lagu\w*|musik|volume\w*|playlists?|pause|louder|quieter)\b",
+         "play pause set_volume search_tracks now_playing skip_next"),
+        (r"\b(lights?|lamps?|lampu\w*|ac|aircon|curtains?|gorden\w*|tirai)\b", "send_commands device_status"),
+        (r"\b(remind\w*|reminders?|ingatkan|ingetin|pengingat)\b", "schedule_wake"),
+    )
+)  # fmt: skip
+_REFUSAL = re.compile(
+    r"\b(I (?:can't|cannot|can not|couldn't)|I'm (?:not able|unable)|we can't|nobody here|no \w+ (?:service|tool)|"
+    r"not connected|nothing is connected|(?:aku|saya) (?:belum|nggak|gak|tidak) bisa|belum bisa|"
+    r"belum ada (?:yang|layanan)|belum tersambung)\b",
+    re.IGNORECASE,
+)
+_NOT_CONNECTED = re.compile(r"\b(not connected|is connected here|nothing is connected|belum tersambung|"
+                            r"yang tersambung)\b", re.IGNORECASE)  # fmt: skip
+
+
+def _false_refusal(sentence: str, request: str, writer: str, team: Mapping[str, tuple[Any, ...]]) -> str | None:
+    mine = {spec.name for spec in team.get(writer, ())}
+    room = {spec.name for specs in team.values() for spec in specs}
+    able = room if writer == "ava" else mine  # Ava speaks for the room; a specialist for itself
+    if _NOT_CONNECTED.search(sentence):
+        idle = [name for name in team if name != "ava" and name.lower() in sentence.lower() and team[name]]
+        if writer != "ava" and mine:
+            return f"{writer} says nothing is connected, but has {len(mine)} tools"
+        if idle:
+            return f"it says {idle} are not connected, but they have tools"
+    for capability in capability_vocabulary():
+        named = capability.promise.search(sentence) or capability.en.lower() in sentence.lower()
+        if named and capability.tools & able:
+            return f"it refuses {capability.name!r}, which {sorted(capability.tools & able)} provide"
+    for asks, tools in _ASKS_FOR:
+        if asks.search(request) and tools & able:
+            return f"the request asks for what {sorted(tools & able)} provide"
+    return None
+
+
+@register("refusals_true", "every refusal is true: no registered tool does what a reply says cannot be done", _boolean)
+async def _check_refusals(o: Observation, expected: bool) -> str | None:
+    if not expected:
+        return None
+    team: Mapping[str, tuple[Any, ...]] = getattr(o.product, "team", {}) or {}
+    request = " ".join(m["text"] for m in o.messages if m["author"] not in AGENTS)
+    for message in o.replies:
+        for sentence in _sentences_of(_TAG.sub(" ", message["text"])):
+            if not _REFUSAL.search(sentence):
+                continue
+            wrong = _false_refusal(sentence, request, message["author"], team)
+            if wrong:
+                return f"{message['author']}: {sentence.strip()!r} is not true: {wrong}"
+    return None
+
+
+# A templated reply whose slot was filled badly: a word twice ("remind you to to buy"), a
+# word that needs what follows left hanging at a sentence's end ("at.", "untuk."), a slot
+# left empty (" ,", "  ."), or a time said twice ("to tomorrow to buy milk at 07:00").
+_DOUBLED = re.compile(r"(?<![\w'])([a-z]+)[ \t]+\1(?![\w'])", re.IGNORECASE)
+_DANGLING = re.compile(
+    r"(?<![\w'])(to|the|a|an|at|of|for|with|and|by|from|di|ke|untuk|dan|jam|dari|yang)\s*[.!?](?:\s|$)",
+    re.IGNORECASE,
+)
+_EMPTY_SLOT = re.compile(r"\s[,.;:!?](?:\s|$)|\(\s*\)|“\s*”")
+_TWO_WHENS = re.compile(r"\bto (?:tomorrow|today|tonight)\b", re.IGNORECASE)
+
+
+@register("reads_as_sentences", "no reply doubles a word, leaves one dangling, or leaves a slot empty", _boolean)
+async def _check_sentences(o: Observation, expected: bool) -> str | None:
+    if not expected:
+        return None
+    for message in o.replies:
+        # Quoted lines and titles are the person's data as written, not the reply's template.
+        own = "\n".join(line for line in message["text"].splitlines() if not line.lstrip().startswith(("> ", "- ")))
+        text = re.sub(r"“[^”]*”", "“x”", _TAG.sub(" ", own))
+        for pattern, what in ((_DOUBLED, "a doubled word"), (_DANGLING, "a dangling word"),
+                              (_EMPTY_SLOT, "an empty slot"), (_TWO_WHENS, "a time in the task")):  # fmt: skip
+            found = pattern.search(text)
+            if found:
+                return f"{message['author']}: {message['text']!r} has {what}: {found.group(0).strip()!r}"
+    return None
+
+
+# Judged on every turn of every scenario, expectations or not (the runner adds them).
+ALWAYS: dict[str, Any] = {"refusals_true": True, "reads_as_sentences": True}
 
 
 _AT_LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")

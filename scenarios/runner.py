@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from agents import Command, Model, ModelRequest, ModelResponse, SmartHome
+from agents import Command, Model, ModelRequest, ModelResponse, SmartHome, detect_language
 from chat import Message, People, Person, Run, Runs, Threads, Turns, Wallet
-from scenarios.rules import RULES, Observation
+from scenarios.rules import ALWAYS, RULES, Observation
 from scenarios.spec import Scenario, Suite
 
 RUN_NAME_PREFIX = "eval"
@@ -97,6 +97,9 @@ class ScenarioResult:
     error: str | None = None  # the scenario could not run at all
     seconds: float = 0.0
     transcript: list[str] = field(default_factory=list)  # "author: text" of every turn's messages
+    # Per turn: the language it was said in and the tools its runs called (the coverage table).
+    # A call is (the calling run's tool names, the tool called): the names tell whose run it was.
+    reached: list[tuple[str, frozenset[tuple[frozenset[str], str]]]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -187,11 +190,22 @@ async def run_scenario(product: Product, scenario: Scenario) -> ScenarioResult:
                 product=product,
             )
             result.transcript += [f"{m['author']}: {m['text']}" for m in observation.messages]
+            called = frozenset(
+                (frozenset(t.name for t in request.tools), c.name)
+                for request, response in product.model.responses
+                for c in response.calls
+            )
+            result.reached.append((detect_language(turn.say), called))
             if scenario.door != "text":
                 result.transcript.append(f"(spoken raw) {observation.spoken}")
             for expectation in turn.expect:
                 failure = await RULES[expectation.rule].check(observation, expectation.value)
                 result.verdicts.append(Verdict(expectation.rule, index, expectation.line, failure))
+            named = {e.rule for e in turn.expect}
+            for rule, value in ALWAYS.items():  # every turn, scene-setting ones too
+                if rule not in named:
+                    failure = await RULES[rule].check(observation, value)
+                    result.verdicts.append(Verdict(rule, index, scenario.line, failure))
     except Exception as exc:  # a scenario that cannot run fails alone, with its reason
         result.error = f"{type(exc).__name__}: {exc}"
     result.seconds = time.monotonic() - started

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents.errors import ToolError
@@ -34,11 +35,21 @@ RECALL = ToolSpec(
 )
 
 
-def recall_tools(knowledge: Knowledge, *, person_id: str, person_name: str) -> list[Tool]:
-    """Ava's `recall`, bound to one person's graph."""
+def recall_tools(
+    knowledge: Knowledge,
+    *,
+    person_id: str,
+    person_name: str,
+    catch_up: Callable[[], Awaitable[object]] | None = None,
+) -> list[Tool]:
+    """Ava's `recall`, bound to one person's graph. `catch_up` (bounded by its caller) first
+    learns what the thread said since the graph last read it, so a fact stated a turn ago
+    is already there."""
 
     async def recall(args: dict[str, Any]) -> dict[str, Any]:
         query = str(args.get("query") or "")[:QUERY_CHARS_MAX]
+        if catch_up is not None:
+            await catch_up()
         try:
             async with asyncio.timeout(RECALL_TIMEOUT_S):
                 facts = await knowledge.search(person_id=person_id, text=query, limit=RECALL_FACTS_MAX)

@@ -67,8 +67,9 @@ _TOPICS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("birthday", "ulang tahunku", "ultahku"), "birthday"),
 )
 _RELATION_ASKED = re.compile(
-    r"\b(?:who is|who's|siapa(?: nama)?) (?:my )?(wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|"
-    r"father|dad|boss|best friend|istri|suami|pacar|adik|kakak|ibu|ayah|bos|sahabat)(?:ku)?\b",
+    r"\b(?:who is|who's|siapa(?: nama)?|what(?:'s| is) (?:the name of )?) ?(?:my )?(wife|husband|partner|girlfriend|"
+    r"boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|child|kid|istri|suami|pacar|adik|"
+    r"kakak|ibu|ayah|bos|sahabat|anak)(?:ku)?(?:'s name)?\b",
     re.IGNORECASE,
 )
 _RELATIONS_ID = {
@@ -81,6 +82,7 @@ _RELATIONS_ID = {
     "ayah": "father",
     "bos": "boss",
     "sahabat": "best friend",
+    "anak": "child",
     "mom": "mother",
     "dad": "father",
 }

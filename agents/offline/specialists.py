@@ -73,6 +73,11 @@ def not_yet(s: Situation) -> Reply:
     skills = skills_of(s.agent)
     assert skills is not None, f"{s.agent} is not a specialist in the room"
     en, id_ = skills.not_yet
-    if not mine(s) and s.tools:
+    if mine(s) and s.tools:  # its own domain, with tools: it missed the words, not the means
+        en, id_ = (
+            "I didn't quite get what to do there. Could you say it another way?",
+            "Aku kurang nangkep maksudnya. Bisa bilang dengan cara lain?",
+        )
+    elif s.tools:
         en, id_ = "I can't help with that one, sorry.", "Maaf, yang itu aku nggak bisa bantu."
     return in_language(s.lang, en, id_), []

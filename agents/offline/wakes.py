@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
+from agents.offline.skillset import skills_of
 from agents.offline.words import Lang, has_any, intent_of, words_of
 from agents.roster import current_roster
 
@@ -88,8 +89,12 @@ def _kind(request: str) -> str | None:
         return "cancel"
     if has_any(request, _SCHEDULE):
         return "schedule"
-    if _has_time(request) and intent_of(request) in current_roster().by_name:
-        return "later"  # "turn off the AC in 10 minutes": a specialist acts only now
+    topic = intent_of(request)
+    skills = skills_of(topic)
+    # "turn off the AC in 10 minutes": a specialist acts only now. But where a time is the
+    # request's own data ("put a dentist appointment in my calendar at 3pm") it is not later.
+    if _has_time(request) and skills is not None and skills.timed_work_is_later:
+        return "later"
     return None
 
 
@@ -124,9 +129,13 @@ def _has_time(request: str) -> bool:
     return _when(request, datetime(2000, 1, 1)) is not None  # noqa: DTZ001 - only asks whether it parses
 
 
+_DAY = re.compile(r"\b(?:tomorrow|today|tonight|this (?:morning|afternoon|evening)|besok|hari ini|nanti malam)\b", re.I)
+
+
 def _task(request: str, lang: Lang) -> str:
     """What to be reminded of, in the person's words (pronouns turned to "you")."""
-    text = _CLOCK.sub(" ", _RELATIVE.sub(" ", request))
+    # The day is said with the time ("at 07:00 tomorrow"), never inside the task.
+    text = _DAY.sub(" ", _CLOCK.sub(" ", _RELATIVE.sub(" ", request)))
     match = (_TASK_ID if lang == "id" else _TASK_EN).search(text) or _TASK_EN.search(text) or _TASK_ID.search(text)
     task = " ".join((match.group(1) if match else text).split()).strip(" .!,;")
     task = re.sub(r"^(?:to|untuk|buat)\s+", "", task, flags=re.IGNORECASE)

@@ -21,7 +21,8 @@ from agents.offline.words import Lang, has_any, words_of
 # Words that put a clause in email, the calendar or contacts.
 WORKSPACE_WORDS = (
     "email", "emails", "mail", "inbox", "calendar", "meeting", "meetings", "contact", "contacts", "surel",
-    "kalender", "rapat", "kontak", "jadwal", "agenda",
+    "kalender", "rapat", "kontak", "jadwal", "agenda", "appointment", "emailnya", "kontaknya", "kalenderku",
+    "jadwalku", "agendaku", "kontakku",
 )  # fmt: skip
 
 
@@ -30,7 +31,7 @@ def claims(clause: str) -> bool:
 
 
 _SEND = re.compile(
-    r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+to\s+"
+    r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+(?:to\s+)?"
     r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -46,9 +47,20 @@ _WEEKDAYS = {
     "monday": 0, "senin": 0, "tuesday": 1, "selasa": 1, "wednesday": 2, "rabu": 2, "thursday": 3, "kamis": 3,
     "friday": 4, "jumat": 4, "saturday": 5, "sabtu": 5, "sunday": 6, "minggu": 6,
 }  # fmt: skip
+_IN_CALENDAR = re.compile(r"\b(?:in|on|to|into|ke|di)\s+(?:my|the|your)?\s*(?:calendar|kalender(?:ku)?)\b", re.I)
+_ARTICLE = re.compile(r"^(?:an?|the|my|sebuah)\s+", re.IGNORECASE)
 _MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk")
-_CALENDAR_WORDS = ("calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat")
-_NO = ("no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin")
+_CALENDAR_WORDS = (
+    "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
+    "jadwalku", "agendaku", "meeting",
+)  # fmt: skip
+_NO = (
+    "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
+    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+)  # fmt: skip
+
+
+_DAYS_ID = ("Senin", "Selasa", "Rabu", "Kamis", "Jumat", "Sabtu", "Minggu")
 
 
 def _pick(lang: Lang, en: str, id_: str) -> str:
@@ -66,16 +78,24 @@ def _when(text: str) -> int | None:
 
 
 def _weekday(text: str, today: datetime) -> int | None:
+    """Days to the weekday named: the coming one, or with "next" ("next Tuesday", "Selasa
+    depan") the one in the week after this one."""
     for word, day in _WEEKDAYS.items():
         if re.search(rf"\b{word}\b", text, re.IGNORECASE):
+            if _NEXT_WEEK.search(text):
+                return 7 - today.weekday() + day
             return (day - today.weekday()) % 7 or 7
     return None
+
+
+_NOON = re.compile(r"\b(?:at\s+)?(?:noon|midday|lunchtime|tengah hari|jam 12 siang)\b", re.IGNORECASE)
+_NEXT_WEEK = re.compile(r"\b(?:next|depan)\b", re.IGNORECASE)
 
 
 def _hour(text: str) -> tuple[int, int] | None:
     match = _HOUR.search(text)
     if not match:
-        return None
+        return (12, 0) if _NOON.search(text) else None
     hour, minute, part = int(match.group(1)), int(match.group(2) or 0), (match.group(3) or "").lower()
     if (part in ("pm", "sore", "malam") and hour < 12) or (not part and 1 <= hour <= 7):
         hour += 12  # "dinner at 7" is evening; nobody books 7 in the morning without saying so
@@ -123,7 +143,11 @@ def _read_mail(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         f"You have {count} email{'s' if count > 1 else ''}{when}{where}, from {senders}.",
         f"Ada {count} email{when}{where}, dari {senders}.",
     )
-    return head + "\n" + "\n".join(f"- {_sender_name(m['from'])}: {m['subject']}" for m in messages), []
+    # In Indonesian a subject is quoted: it is the mail's words, not the reply's.
+    subjects = [m["subject"] if lang == "en" else f"“{m['subject']}”" for m in messages]
+    return head + "\n" + "\n".join(
+        f"- {_sender_name(m['from'])}: {t}" for m, t in zip(messages, subjects, strict=True)
+    ), []
 
 
 def _join_names(names: list[str], lang: Lang) -> str:
@@ -205,7 +229,7 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     if not events:
         return _pick(lang, f"Nothing on your calendar {en}{where}.", f"Kalendermu kosong {id_}{where}."), []
     items = _join_names([f"{e['summary']} at {e['start'][11:16]}" for e in events], lang)
-    items_id = _join_names([f"{e['summary']} jam {e['start'][11:16]}" for e in events], lang)
+    items_id = _join_names([f"“{e['summary']}” jam {e['start'][11:16]}" for e in events], lang)
     return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
 
 
@@ -222,14 +246,16 @@ def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str,
         return _pick(
             lang,
             f"Added {event['summary']} on {start:%A %d %B} at {start:%H:%M}{where}.",
-            f"Udah aku tambahin {event['summary']} hari {start:%A %d/%m} jam {start:%H:%M}{where}.",
+            f"Udah aku tambahin “{event['summary']}” hari {_DAYS_ID[start.weekday()]} {start:%d/%m}"
+            f" jam {start:%H:%M}{where}.",
         ), []
     hour = _hour(s.request)
     days = _weekday(s.request, now)
     days = _when(s.request) if days is None else days
     if hour is None or days is None:
         return None
-    summary = _WHEN_SPLIT.sub("", what).strip(" .,") or "Event"
+    summary = _IN_CALENDAR.sub(" ", _WHEN_SPLIT.sub("", _IN_CALENDAR.sub(" ", what)))
+    summary = _ARTICLE.sub("", " ".join(summary.split())).strip(" .,") or "Event"
     start = datetime.combine(now.date() + timedelta(days=days), time(*hour), tzinfo=now.tzinfo)
     args = {
         "summary": summary[:1].upper() + summary[1:],
@@ -239,13 +265,168 @@ def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str,
     return "", [call("add_event", args)]
 
 
+# --- one email, a reply, a contact (follow-ups read the thread: "the latest one", "it") ---
+
+_READ_VERBS = ("read", "open", "show", "bacain", "bacakan", "baca", "bukain", "lihat", "liat", "what does", "isinya")
+_ONE = (
+    "latest", "last", "newest", "first", "top", "most recent", "that one", "this one", "it", "that email",
+    "terakhir", "terbaru", "pertama", "yang itu", "itu", "isinya",
+)  # fmt: skip
+_FROM = re.compile(r"\b(?:from|dari)\s+([A-Za-z][\w-]*)", re.IGNORECASE)
+_PRONOUNS = frozenset(
+    ("it", "her", "him", "them", "that", "this", "one", "dia", "nya", "itu", "the", "latest", "last", "email")
+)
+_REPLY = re.compile(
+    r"\b(?:reply|respond|answer|write back|balas|bales|balesin|balasin|balaskan)\b(?:\s+(?:to|ke|email(?:nya)?|"
+    r"surel(?:nya)?))*(?:\s+(?P<who>[A-Za-z]\w*))?(?:\s+(?:one|email))?\s*[,:]?\s*(?:saying|that|to say|with|and say|"
+    r"bilang|bilangin|isinya|kalau|bahwa)\s*:?\s+(?P<what>.+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_CONTACT_ASK = re.compile(
+    r"\b(?:(?P<who>[A-Za-z]\w+)'s\s+(?:e-?mail|number|phone|contact|address)|(?:e-?mail\s+address|number|"
+    r"phone(?:\s+number)?|nomor(?:\s+hp|\s+telepon)?|nomer(?:\s+hp)?|no hp|alamat email|kontak)\s+"
+    r"(?:of\s+|for\s+|si\s+)?(?P<who2>[A-Za-z]\w+)|e-?mail\s+(?:of\s+|for\s+|si\s+)?(?P<who3>(?-i:[A-Z])\w+))",
+    re.IGNORECASE,
+)
+_CONTACT_WORDS = ("contacts", "contact", "kontak", "kontakku", "address book")
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?:\+?\d[\d -]{6,}\d)")
+_ADD_CONTACT = re.compile(
+    r"\b(?:add|save|simpan|simpen|tambah|tambahin|tambahkan|masukin)\s+(?:kontak\s+|contact\s+)?"
+    r"(?P<name>[A-Za-z]\w*(?:\s+[A-Z]\w*)?)(?:'s)?\b",
+    re.IGNORECASE,
+)
+_NOT_A_NAME = frozenset(
+    ("a", "an", "the", "my", "new", "this", "that", "it", "kontak", "contact", "number", "nomor", "email", "to")
+)
+
+
+def _reads_one(request: str) -> bool:
+    return has_any(request, _READ_VERBS) and (has_any(request, _ONE) or bool(_FROM.search(request)))
+
+
+def _named_in_thread(s: Situation) -> str | None:
+    """The sender Rafal last spoke of ("The latest email, from Sari Wulandari ..."), for "it", "her"."""
+    for line in reversed(s.lines[:-1]):
+        if line.author == "Rafal":
+            found = re.search(r"\b(?:from|dari)\s+([A-Z][\w-]+)", line.text)
+            if found and line.text.count("\n- ") <= 1:  # one email spoken of, not a list
+                return found.group(1)
+            return None
+    return None
+
+
+def _first_name(sender: str) -> str:
+    return _sender_name(sender).split()[0] if _sender_name(sender) else sender
+
+
+def _address_of(sender: str) -> str:
+    found = _ADDRESS.search(sender)
+    return found.group(0) if found else sender
+
+
+def _read_one(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    found = s.last_result("read_messages")
+    if found is None:
+        who = _FROM.search(s.request)
+        name = who.group(1) if who and who.group(1).lower() not in _PRONOUNS else None
+        query = f"from:{name}" if name else "in:inbox"
+        return "", [call("read_messages", {"query": query, "limit": 1})]
+    messages = found.get("messages", [])
+    if not messages:
+        return _pick(
+            lang, f"I found no such email{_where(lang, found)}.", f"Email itu nggak ketemu{_where(lang, found)}."
+        ), []
+    m = messages[0]
+    # The mail itself is quoted as written ("> "), in whatever language it was sent in.
+    body = " ".join(str(m.get("body") or m.get("snippet") or "").split())[:600]
+    return _pick(
+        lang,
+        f"The latest email is from {_sender_name(m['from'])}, about “{m['subject']}”:\n> {body}",
+        f"Email terbaru dari {_sender_name(m['from'])}, soal “{m['subject']}”:\n> {body}",
+    ), []
+
+
+def _reply(s: Situation, lang: Lang, who: str | None, what: str) -> tuple[str, list[FunctionCall]]:
+    if s.last_result("send_email") is not None:
+        return _send(s, lang, "", what)  # the proposal is shown and asked about as any email
+    found = s.last_result("read_messages")
+    if found is None:
+        name = who if who and who.lower() not in _PRONOUNS else _named_in_thread(s)
+        query = f"from:{name}" if name else "in:inbox"
+        return "", [call("read_messages", {"query": query, "limit": 1})]
+    messages = found.get("messages", [])
+    if not messages:
+        return _pick(lang, "Which email should I reply to?", "Email yang mana yang mau dibalas?"), []
+    m = messages[0]
+    what = what.strip().rstrip(".!")
+    sender = next((line.author for line in reversed(s.lines) if line.by_human), "")
+    body = f"Hi {_first_name(m['from'])},\n\n{what[:1].upper()}{what[1:]}.\n\n{sender}".strip()
+    subject = m["subject"] if str(m["subject"]).lower().startswith("re:") else f"Re: {m['subject']}"
+    return "", [call("send_email", {"to": _address_of(m["from"]), "subject": subject, "body": body})]
+
+
+def _contact(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    found = s.last_result("list_contacts")
+    if found is None:
+        return "", [call("list_contacts", {"limit": 100})]
+    contacts = found.get("contacts", [])
+    said = set(words_of(s.request.replace("'s", " ")).split())
+    named = [c for c in contacts if said & set(c["name"].lower().split())]
+    if not named:
+        asked = _CONTACT_ASK.search(s.request)
+        who = (asked.group("who") or asked.group("who2") or asked.group("who3")) if asked else None
+        if who and who.lower() not in _NOT_A_NAME:
+            return _pick(lang, f"I don't see {who} in your contacts.", f"Aku nggak nemu {who} di kontakmu."), []
+        names = _join_names(
+            [f"{c['name']} {_pick(lang, 'at', 'di')} {c['emails'][0]}" if c["emails"] else c["name"] for c in contacts],
+            lang,
+        )
+        return _pick(lang, f"Your contacts: {names}.", f"Kontakmu: {names}."), []
+    c = named[0]
+    ways = _join_names([*c["emails"], *c["phones"]], lang) or _pick(lang, "no email or number", "belum ada email/nomor")
+    return _pick(lang, f"You can reach {c['name']} at {ways}.", f"{c['name']} bisa dihubungi di {ways}."), []
+
+
+def _add_contact(s: Situation, lang: Lang, name: str) -> tuple[str, list[FunctionCall]]:
+    added = s.last_result("add_contact")
+    if added is not None:
+        who = added.get("contact", {}).get("name", name)
+        return _pick(lang, f"Added {who} to your contacts.", f"{who} udah aku simpan di kontakmu."), []
+    emails = _ADDRESS.findall(s.request)
+    phones = [p.strip() for p in _PHONE.findall(_ADDRESS.sub(" ", s.request))]
+    return "", [call("add_contact", {"name": name.title(), "emails": emails[:5], "phones": phones[:5]})]
+
+
+def _contact_to_add(request: str) -> str | None:
+    """The name in "add Nay to my contacts, nay@example.com" / "simpan nomor Nay 0812...", or None."""
+    if not (_ADDRESS.search(request) or _PHONE.search(request)):
+        return None
+    if not (has_any(request, _CONTACT_WORDS) or has_any(request, ("number", "nomor", "nomer", "email"))):
+        return None
+    cleaned = re.sub(
+        r"\b(?:kontak|contact|nomor|nomer|number|email|e-mail|hp)\b", " ", _ADDRESS.sub(" ", request), flags=re.I
+    )
+    match = _ADD_CONTACT.search(cleaned)
+    if match is None:
+        return None
+    name = " ".join(w for w in match.group("name").split() if w.lower() not in _NOT_A_NAME)
+    return name or None
+
+
 def wants_workspace(request: str) -> bool:
     """Is this one of Rafal's requests (mail, calendar, "add dinner ... on Friday at 7")?"""
     if _SEND.search(request) or _SEND_ID.search(request):
         return True
-    if _ADD.search(request) and _HOUR.search(request):
+    if _ADD.search(request) and _hour(request) is not None:
         return True
-    return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS)
+    if _REPLY.search(request) or (
+        _reads_one(request) and has_any(request, ("latest", "newest", "terbaru", "terakhir"))
+    ):
+        return True
+    if _CONTACT_ASK.search(request) or _contact_to_add(request):
+        return True
+    return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS) or has_any(request, _CONTACT_WORDS)
 
 
 def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
@@ -253,13 +434,25 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if s.results and "error" in s.results[-1][1]:
         return _failed(lang, str(s.results[-1][1]["error"]))
     short = len(request.split()) <= 6
-    if short and (is_plain_yes(request) or has_any(request, _NO)):
+    asks_more = (
+        request.rstrip().endswith("?") or _REPLY.search(request) or _SEND.search(request) or _SEND_ID.search(request)
+    )
+    if short and (is_plain_yes(request) or has_any(request, _NO)) and not asks_more:
         answered = _answer_proposal(s, lang, yes=is_plain_yes(request))
         if answered is not None:
             return answered
     send = _SEND.search(request) or _SEND_ID.search(request)
     if send:
         return _send(s, lang, send.group("who"), send.group("what"))
+    reply = _REPLY.search(request)
+    if reply:
+        return _reply(s, lang, reply.group("who"), reply.group("what"))
+    if (name := _contact_to_add(request)) is not None:
+        return _add_contact(s, lang, name)
+    if _reads_one(request) and not has_any(request, ("emails", "today", "hari ini")):
+        return _read_one(s, lang)
+    if _CONTACT_ASK.search(request) or has_any(request, _CONTACT_WORDS):
+        return _contact(s, lang)
     add = _ADD.search(request)
     if add and now is not None and (added := _add_event(s, lang, now, add.group("what"))) is not None:
         return added

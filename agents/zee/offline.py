@@ -231,6 +231,14 @@ def plan(lang: Lang, asks: list[Ask], devices: list[dict[str, Any]]) -> Plan:
         # misheard "the bedroom life") never switches the whole room.
         if len(targets) > 1 and not ask.plural and not ask.everything and not (ask.rooms and ask.kinds):
             return Plan(say=_which(lang, targets))
+        if not ask.kinds and (ask.everything or ask.plural):
+            # "everything in the living room", "semua di ruang tamu": every device there the
+            # action means something for; a question back only when none of them can.
+            fitting = [(d, c) for d in targets if (c := commands_for(d, ask.actions)) is not None]
+            if not fitting:
+                return Plan(say=_cannot(lang, targets[0]))
+            sends += [(d, tuple(c), shown) for d, c in fitting]
+            continue
         for device in targets:
             commands = commands_for(device, ask.actions)
             if commands is None:

@@ -95,7 +95,14 @@ async def test_a_scenario_that_must_fail_fails_with_the_rule_named(settings: Set
     wrong, right = result.results
     assert right.passed and not wrong.passed
     assert {v.rule for v in wrong.verdicts if v.failure} == {"ava_silent", "home"}
-    assert rule_rates([result]) == {"ava_silent": (1, 2), "handoffs": (1, 1), "home": (0, 1)}
+    # refusals_true judges every turn, written or not (docs/eval.md)
+    assert rule_rates([result]) == {
+        "ava_silent": (1, 2),
+        "handoffs": (1, 1),
+        "home": (0, 1),
+        "refusals_true": (2, 2),
+        "reads_as_sentences": (2, 2),
+    }
     assert result.pass_rate == 0.5 and not result.ok
     report = render([result], model="OfflineModel")
     assert "FAIL wrong-about-silence-and-the-home" in report
@@ -112,7 +119,13 @@ async def test_voice_rules_catch_a_sloppy_spoken_reply(settings: Settings, tmp_p
     async with eval_product(settings, model=scripted) as product:
         result = await run_suite(product, load_suite(write(tmp_path, VOICE)))
     failures = {v.rule: v.failure for v in result.results[0].verdicts if v.failure}
-    assert set(failures) == {"spoken_characters", "emotion_tags", "spoken_sentences_max", "end"}
+    assert set(failures) == {
+        "spoken_characters",
+        "emotion_tags",
+        "spoken_sentences_max",
+        "end",
+        "reads_as_sentences",  # the thread keeps "Hello there ! How are you?": brackets dropped, a gap left
+    }
     assert "happy" in str(failures["emotion_tags"]) and "(" in str(failures["spoken_characters"])
 
 
@@ -156,7 +169,13 @@ async def test_the_runner_drives_the_gemini_adapter_like_any_model(settings: Set
         finally:
             await gemini.aclose()
     (wrong,) = result.results
-    assert {v.rule: v.failure is None for v in wrong.verdicts} == {"handoffs": True, "ava_silent": False, "home": False}
+    assert {v.rule: v.failure is None for v in wrong.verdicts} == {
+        "handoffs": True,
+        "ava_silent": False,
+        "home": False,
+        "refusals_true": True,
+        "reads_as_sentences": True,
+    }
     assert "zee: Done: the bedroom light is on." in wrong.transcript
 
 
@@ -166,10 +185,10 @@ async def test_the_wake_rule_judges_pending_notes_on_the_scenario_clock(settings
         result = await run_suite(product, suite)
     outcome = {r.scenario.name: r for r in result.results}
     assert [r.passed for r in result.results] == [False, False, True, False], render([result], model="OfflineModel")
-    (minute,) = [v.failure for v in outcome["wrong-minute"].verdicts]
+    (minute,) = [v.failure for v in outcome["wrong-minute"].verdicts if v.rule == "wake"]
     assert minute is not None and "no pending note due at 2026-01-05T09:06" in minute and "09:05" in minute
-    (none,) = [v.failure for v in outcome["scheduled-where-none-was-expected"].verdicts]
+    (none,) = [v.failure for v in outcome["scheduled-where-none-was-expected"].verdicts if v.rule == "wake"]
     assert none is not None and "nothing should be scheduled" in none and "stretch" in none
-    (note,) = [v.failure for v in outcome["right-minute-wrong-note"].verdicts]
+    (note,) = [v.failure for v in outcome["right-minute-wrong-note"].verdicts if v.rule == "wake"]
     assert note is not None and "'Nay'" in note
-    assert rule_rates([result]) == {"wake": (1, 4)}
+    assert rule_rates([result])["wake"] == (1, 4)
