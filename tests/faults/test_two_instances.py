@@ -39,6 +39,9 @@ def serving(database_url: str, home: Path) -> Iterator[tuple[subprocess.Popen[by
         "SESSION_SECRET": "two-instances-" + "x" * 40,
         "VOICE_PRELOAD": "false",
         "SWEEP_INTERVAL_S": "0.5",
+        # the burst is about a crash, not the per-person limits (tests/e2e covers those)
+        "RUNS_IN_FLIGHT_PER_PERSON_MAX": str(TURNS_EACH),
+        "RUNS_PER_PERSON_PER_MINUTE_MAX": "1000",
     }
     log = (home.parent / f"server-{port}.log").open("wb")
     process = subprocess.Popen(
