@@ -44,8 +44,10 @@ from starlette.exceptions import HTTPException
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
 from app.server import running
-from chat import Learning, LocalTokens
+from chat import Learning, Sessions
 from chat.bookkeeping import Books
+from chat.errors import RateLimited
+from chat.limits import Limits, Rate
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -254,6 +256,9 @@ def _jsonable(row: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
 
+_UNREACHED_RATE = Rate(max=1_000_000, window_s=60)
+
+
 class BaselineBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     text: str
@@ -262,6 +267,8 @@ class BaselineBody(BaseModel):
 class Baseline:
     """One turn's PostgreSQL work and nothing else: no routing, prompts, tool loop or models.
 
+    The edge's share comes first, through the product's own objects: the session's
+    signed-out lookup, the per-person rate and the in-flight place (docs/http.md#limits).
     As in the product, the person is read on a pooled connection, and everything the turn
     does while it holds the thread (the wallet guard first) runs on the connection that holds
     the lock (the knowledge lookup excepted: the product gives it a pool connection of its
@@ -271,19 +278,26 @@ class Baseline:
     check-outs cost.
     """
 
-    def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, tokens: LocalTokens) -> None:
+    def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, sessions: Sessions) -> None:
         self._pool = pool
         self._lock_pool = lock_pool
-        self._tokens = tokens
+        self._sessions = sessions
+        # The edge's limits, with caps no bench reaches: their statements are a turn's too.
+        self._limits = Limits(pool)
         # Prices are append-only and kept in process (PriceBook): read once here.
         self._prices: dict[str, asyncpg.Record] = {}
 
     async def post(self, authorization: str | None, text: str, *, one_connection: bool) -> dict[str, Any]:
-        person_id = await self._tokens.verify((authorization or "").removeprefix("Bearer ").strip())
-        if not one_connection:
-            return await _Work(self._pool, self._lock_pool, self._prices, held=None).turn(person_id, text)
-        async with self._lock_pool.acquire() as conn:
-            return await _Work(self._pool, self._lock_pool, self._prices, held=conn).turn(person_id, text)
+        # Sessions.verify: the token's HMAC and its signed-out lookup, as web/edge's current_person.
+        person_id = await self._sessions.verify((authorization or "").removeprefix("Bearer ").strip())
+        # The text API's per-person rate and in-flight place (web/api.py post_message).
+        await self._limits.hit(f"runs:{person_id}", _UNREACHED_RATE, what="messages")
+        refused = RateLimited("unreachable in the bench", retry_after_s=5)
+        async with self._limits.lease(f"runs_in_flight:{person_id}", cap=100, ttl_s=900.0, refused=refused):
+            if not one_connection:
+                return await _Work(self._pool, self._lock_pool, self._prices, held=None).turn(person_id, text)
+            async with self._lock_pool.acquire() as conn:
+                return await _Work(self._pool, self._lock_pool, self._prices, held=conn).turn(person_id, text)
 
 
 # The connection a baseline request's bookkeeping writes run on, for the writer task.
@@ -632,6 +646,11 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         turns_concurrent_max=max(1, pool_max // 2),
         # Every person gets the most the setting allows, so no guard ever stops a turn.
         signup_grant_micros=10**15,
+        # The limits still run (their cost is part of a turn's) but never refuse: the bench
+        # signs in every person from one address and keeps each one busy.
+        sign_ins_per_address_max=1_000_000,
+        runs_per_person_per_minute_max=1_000_000,
+        runs_in_flight_per_person_max=100,
         # The server's sweep runs at startup only: its passes would land in the traces (and
         # it takes a connection the tracer reaches for), like the learning worker's.
         sweep_interval_s=3600,
@@ -646,7 +665,7 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
             await conn.execute(SCHEMA_SQL)
         add_bench_routes(
             app,
-            Baseline(services.pool, services.lock_pool, services.local_tokens),
+            Baseline(services.pool, services.lock_pool, services.sessions),
             Tracer([services.pool, services.lock_pool]),
             learning,
         )
