@@ -45,8 +45,8 @@ from starlette.exceptions import HTTPException
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
 from app.server import running
 from chat import Learning, LocalTokens, Person, Turns, Wallet
-from chat.turns import TurnResult
 from chat.bookkeeping import Books
+from chat.turns import TurnResult
 from settings import Settings
 
 if TYPE_CHECKING:
