@@ -17,6 +17,7 @@ import pytest
 
 from database import EmbeddedPostgres
 from tests.e2e.test_shutdown import exit_code, postgres_of, server
+from tests.faults import processes
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -125,6 +126,8 @@ async def _settled_and_billed(state: Path, statuses: list[int]) -> None:
         assert row["recorded"] == row["charges"], dict(row)
     finally:
         await conn.close()
+    report = await asyncio.to_thread(processes.wallet_verify, url, state)
+    assert report.returncode == 0, report.stdout + report.stderr
 
 
 class _Dead(EmbeddedPostgres):
