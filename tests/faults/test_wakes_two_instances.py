@@ -25,7 +25,7 @@ NOTES = PEOPLE * NOTES_EACH
 # Killed once this many notes are delivered: mid-way, with deliveries in flight.
 KILL_AFTER = 40
 # Short so the dead process's claims come back within the test; each live claim is renewed.
-SETTINGS = {"REMINDERS_LEASE_S": "3", "REMINDERS_CONCURRENT_MAX": "8", "SIGN_INS_PER_ADDRESS_MAX": "1000"}
+SETTINGS = {"REMINDERS_LEASE_S": "5", "REMINDERS_CONCURRENT_MAX": "8", "SIGN_INS_PER_ADDRESS_MAX": "1000"}
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow_fault]
 
