@@ -18,7 +18,7 @@ from datetime import datetime
 import asyncpg
 
 from app.keys import callback_secret
-from chat import LiveCall, People, Turns, WakeRunner
+from chat import CallElsewhere, LiveCall, People, Turns, WakeRunner
 from database import Listener
 from reminders import (
     CallbackGate,
@@ -121,10 +121,17 @@ def start_reminders(
     people: People,
     pool: asyncpg.Pool,
     live_call: LiveCall | None = None,
+    call_elsewhere: CallElsewhere | None = None,
 ) -> None:
     """Wire delivery to the chat's wake runner and start the queue's background work in this process."""
     parts.wakes = WakeRunner(
-        turns=turns, people=people, notes=parts.notes, push=parts.push, pool=pool, live_call=live_call
+        turns=turns,
+        people=people,
+        notes=parts.notes,
+        push=parts.push,
+        pool=pool,
+        live_call=live_call,
+        call_elsewhere=call_elsewhere,
     )
     parts.delivery = Delivery(notes=parts.notes, wake=parts.wakes.wake, tell=parts.wakes.tell, limits=parts.limits)
     parts.task = asyncio.create_task(parts.queue.serve(delivery=parts.delivery), name="reminders")

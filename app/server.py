@@ -33,7 +33,7 @@ from app.model import build_model
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
-from app.voice import PRELOAD_JOIN_S, build_voice, end_calls, live_call_on
+from app.voice import PRELOAD_JOIN_S, build_voice, call_elsewhere_on, end_calls, hear_calls_elsewhere, live_call_on
 from app.wallet import build_ledger
 from chat import (
     EventHub,
@@ -251,8 +251,17 @@ async def bootstrap(
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
+    # A note for a person on a call another process holds is said there (app.voice).
+    hear_calls_elsewhere(voice, listener, stack)
     if deliver_wakes:
-        start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=live_call_on(voice))
+        start_reminders(
+            reminder_parts,
+            turns=turns,
+            people=people,
+            pool=pool,
+            live_call=live_call_on(voice),
+            call_elsewhere=call_elsewhere_on(voice, pool),
+        )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agents import SpokenReply
-from chat import LiveCall, People, Tickets, TokenVerifier, Turns, Wallet
+import asyncpg
+
+from agents import Segment, SpokenReply
+from chat import CallElsewhere, LiveCall, People, Tickets, TokenVerifier, Turns, Wallet
+from database import Listener
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -131,3 +136,86 @@ def live_call_on(voice: VoiceDoors) -> LiveCall:
         return None if call is None or call.speak is None else (call.channel, call.speak)
 
     return live_call
+
+
+log = logging.getLogger("avagenc")
+
+# What a process asks the process holding a person's call to say on it: a wake note's reply
+# (chat.wakes.CallElsewhere). Heard on every process's one LISTEN connection.
+SAY_CHANNEL = "avagenc_call_say"
+# NOTIFY payloads stop at 8,000 bytes; a reply longer than this is said in part (the thread has it all).
+_SAY_BYTES_MAX = 7_000
+# Whether some session holds the person's call slot (voice.call_slots: a session-level
+# advisory lock on a bigint key, which pg_locks shows split into classid and objid).
+_CALL_HELD_SQL = """
+SELECT EXISTS (
+    SELECT FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('call:' || $1, 0)
+)
+"""
+
+
+def _say_payload(person_id: str, reply: SpokenReply) -> str:
+    """The reply's sentences, as many from the start as fit in one NOTIFY."""
+    segments = list(reply.segments)
+    while True:
+        fields: dict[str, Any] = {"person": person_id, "segments": [[s.text, s.emotion] for s in segments]}
+        payload = json.dumps(fields, ensure_ascii=False)
+        if len(payload.encode()) <= _SAY_BYTES_MAX or not segments:
+            return payload
+        segments.pop()
+
+
+def call_elsewhere_on(voice: VoiceDoors, pool: asyncpg.Pool) -> CallElsewhere:
+    """The chat's view of a person's call held by another process: its slot is held in the
+    database and not by a live call here; saying on it is a NOTIFY that process hears."""
+
+    async def call_elsewhere(person_id: str) -> Callable[[SpokenReply], Awaitable[None]] | None:
+        if voice.registry.live_for(person_id) is not None or not await pool.fetchval(_CALL_HELD_SQL, person_id):
+            return None
+
+        async def say(reply: SpokenReply) -> None:
+            await pool.execute("SELECT pg_notify($1, $2)", SAY_CHANNEL, _say_payload(person_id, reply))
+
+        return say
+
+    return call_elsewhere
+
+
+def hear_calls_elsewhere(voice: VoiceDoors, listener: Listener, stack: contextlib.AsyncExitStack) -> None:
+    """Say on this process's live calls what other processes ask (`call_elsewhere_on`). A
+    message for a call that is not here (it ended, or it is another's) is dropped: the thread
+    has the reply anyway."""
+    saying: set[asyncio.Task[None]] = set()
+
+    async def say(speak: Callable[[SpokenReply], Awaitable[None]], reply: SpokenReply, person_id: str) -> None:
+        try:
+            await speak(reply)
+        except Exception:  # the call ended meanwhile
+            log.warning("could not say a note of %s on the call", person_id)
+
+    def heard(payload: str | None) -> None:
+        if payload is None:
+            return  # listening (re)started: nothing to catch up on, a missed one is in the thread
+        try:
+            data = json.loads(payload)
+            person_id = str(data["person"])
+            segments = tuple(Segment(str(t), None if e is None else str(e)) for t, e in data["segments"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("a call message that cannot be read")
+            return
+        call = voice.registry.live_for(person_id)
+        if call is None or call.speak is None or not segments:
+            return
+        task = asyncio.create_task(say(call.speak, SpokenReply(segments=segments, end_call=False), person_id))
+        saying.add(task)
+        task.add_done_callback(saying.discard)
+
+    async def cancel() -> None:
+        for task in list(saying):
+            task.cancel()
+
+    listener.watch(SAY_CHANNEL, heard)
+    stack.push_async_callback(cancel)

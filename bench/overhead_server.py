@@ -44,10 +44,11 @@ from starlette.exceptions import HTTPException
 
 from agents import FunctionCall, ModelRequest, ModelResponse, ScriptedModel
 from app.server import running
-from chat import Learning, Sessions
+from chat import Learning, Person, Sessions, Turns, Wallet
 from chat.bookkeeping import Books
 from chat.errors import RateLimited
 from chat.limits import Limits, Rate
+from chat.turns import TurnResult
 from settings import Settings
 
 if TYPE_CHECKING:
@@ -634,6 +635,36 @@ def add_bench_routes(app: FastAPI, baseline: Baseline, tracer: Tracer, learning:
     app.add_api_route("/bench/learn", learn, methods=["POST"])
 
 
+_READ_BEFORE_LOCK: ContextVar[int | None] = ContextVar("bench_guard_read_before_lock", default=None)
+
+
+def guard_before_lock() -> None:
+    """The wallet guard as it was before it was serialised with the turn (bench.guard_cost's
+    comparison): the balance is read on a pooled connection of its own before the person's
+    thread lock is taken, and the check under the lock uses that read instead of its own.
+    The same reads, one place earlier; bench-only, patched into this process."""
+    post = Turns.post
+    guard = Wallet.guard
+
+    async def post_guarded_first(self: Turns, person: Person, **kwargs: Any) -> TurnResult:
+        balance = await self._wallet.guard(person.id)
+        token = _READ_BEFORE_LOCK.set(balance)
+        try:
+            return await post(self, person, **kwargs)
+        finally:
+            _READ_BEFORE_LOCK.reset(token)
+
+    async def guard_once(self: Wallet, person_id: str) -> int:
+        read = _READ_BEFORE_LOCK.get()
+        if read is not None:
+            _READ_BEFORE_LOCK.set(None)
+            return read
+        return await guard(self, person_id)
+
+    Turns.post = post_guarded_first  # type: ignore[method-assign]
+    Wallet.guard = guard_once  # type: ignore[method-assign]
+
+
 async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -> None:
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
@@ -682,7 +713,10 @@ def main() -> None:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--pool-max", type=int, required=True)
     parser.add_argument("--fd", type=int, required=True, help="an inherited listening socket")
+    parser.add_argument("--guard-before-lock", action="store_true", help="the guard as before it was serialised")
     args = parser.parse_args()
+    if args.guard_before_lock:
+        guard_before_lock()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(database_url=args.database_url, state_dir=args.state_dir, pool_max=args.pool_max, fd=args.fd))

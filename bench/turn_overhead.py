@@ -184,9 +184,9 @@ def postgres() -> Iterator[tuple[str, str]]:
 
 
 @contextlib.asynccontextmanager
-async def fresh_database(admin_url: str, pool_max: int) -> AsyncIterator[tuple[str, str]]:
+async def fresh_database(admin_url: str, pool_max: int, suffix: str = "") -> AsyncIterator[tuple[str, str]]:
     """A new, empty database for this run: (its URL, the server version)."""
-    name = f"avagenc_bench_{os.getpid()}"
+    name = f"avagenc_bench_{os.getpid()}{suffix}"
     conn = await asyncpg.connect(admin_url)
     try:
         version = str(await conn.fetchval("SHOW server_version"))
@@ -211,7 +211,7 @@ async def fresh_database(admin_url: str, pool_max: int) -> AsyncIterator[tuple[s
 
 @contextlib.asynccontextmanager
 async def server(
-    database_url: str, *, pool_max: int, log_path: Path, profile: Path | None
+    database_url: str, *, pool_max: int, log_path: Path, profile: Path | None, extra: tuple[str, ...] = ()
 ) -> AsyncIterator[tuple[int, int]]:
     """Start `bench.overhead_server` on a socket bound here; yields its port and pid."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -222,7 +222,7 @@ async def server(
     profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
     command = [sys.executable, *profiler, "-m", "bench.overhead_server", "--database-url", database_url,
                "--state-dir", str(log_path.parent / "state"), "--pool-max", str(pool_max),
-               "--fd", str(listener.fileno())]  # fmt: skip
+               "--fd", str(listener.fileno()), *extra]  # fmt: skip
     with log_path.open("wb") as log:
         process = await asyncio.create_subprocess_exec(
             *command, stdout=log, stderr=log, pass_fds=(listener.fileno(),), cwd=Path(__file__).parent.parent

@@ -34,12 +34,13 @@ from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
 from chat.turns import FactLookup, Turns
-from chat.wakes import LiveCall, WakeRunner
+from chat.wakes import CallElsewhere, LiveCall, WakeRunner
 from chat.wallet import Wallet
 from chat.zones import parse_zone
 
 __all__ = [
     "AdminDisabled",
+    "CallElsewhere",
     "ChatError",
     "DateInvalid",
     "EventHub",

@@ -64,6 +64,10 @@ class MemoryThreads:
         self._messages: dict[str, list[Message]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._turns = asyncio.Semaphore(turns_max)
+        self._turning: dict[str, int] = {}
+
+    def alone(self, person_id: str) -> bool:
+        return self._turning.get(person_id, 0) == 1
 
     async def append(
         self,
@@ -125,23 +129,29 @@ class MemoryThreads:
     @asynccontextmanager
     async def turn(self, person_id: str, *, wait_s: float) -> AsyncIterator[None]:
         lock = self._locks.setdefault(person_id, asyncio.Lock())
-        try:
-            async with asyncio.timeout(wait_s):
-                await self._turns.acquire()
-        except TimeoutError as exc:
-            raise ThreadBusy("The server is answering many people at once; try again shortly.") from exc
+        self._turning[person_id] = self._turning.get(person_id, 0) + 1
         try:
             try:
                 async with asyncio.timeout(wait_s):
-                    await lock.acquire()
+                    await self._turns.acquire()
             except TimeoutError as exc:
-                raise ThreadBusy("Another request is still being answered; try again shortly.") from exc
+                raise ThreadBusy("The server is answering many people at once; try again shortly.") from exc
             try:
-                yield
+                try:
+                    async with asyncio.timeout(wait_s):
+                        await lock.acquire()
+                except TimeoutError as exc:
+                    raise ThreadBusy("Another request is still being answered; try again shortly.") from exc
+                try:
+                    yield
+                finally:
+                    lock.release()
             finally:
-                lock.release()
+                self._turns.release()
         finally:
-            self._turns.release()
+            self._turning[person_id] -= 1
+            if not self._turning[person_id]:
+                del self._turning[person_id]
 
 
 @dataclass(slots=True)
@@ -265,6 +275,18 @@ class MemoryRuns:
             run
             for run_id, run in self._runs.items()
             if self._owners[run_id] == person_id and run.origin_message_id == origin_message_id
+        ]
+
+    async def abandon_held(self, person_id: str) -> list[Run]:
+        left = [r for i, r in self._runs.items() if self._owners[i] == person_id and r.status == "running"]
+        return [
+            await self.finish(
+                r.id,
+                status="failed",
+                error_code="abandoned",
+                error_detail="The server stopped before this run finished.",
+            )
+            for r in left
         ]
 
 

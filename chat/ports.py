@@ -62,6 +62,11 @@ class ThreadStore(Protocol):
         """Hold the person's thread for one whole turn; `ThreadBusy` after `wait_s`."""
         ...
 
+    def alone(self, person_id: str) -> bool:
+        """Inside `turn`: whether the caller's turn is this process's only one for the person
+        (no other waits for the thread or is still finishing after losing it)."""
+        ...
+
     async def commit_lazily(self) -> None:
         """Inside `turn`: until the turn lets the thread go, its writes may commit without
         waiting for the disk; they become durable with the next write that does wait (the
@@ -109,6 +114,10 @@ class RunStore(Protocol):
 
     async def of_origin(self, person_id: str, origin_message_id: str) -> list[Run]:
         """The runs a message started, in the order they started."""
+        ...
+
+    async def abandon_held(self, person_id: str) -> list[Run]:
+        """Inside the person's `turn`: fail their runs left `running` (`abandoned`)."""
         ...
 
 

@@ -238,6 +238,11 @@ class Runs:
     async def people_with_running(self) -> list[str]:
         return [r["person_id"] for r in await self._pool.fetch(_RUNNING_PEOPLE_SQL)]
 
+    async def abandon_held(self, person_id: str) -> list[Run]:
+        """`abandon`, from a turn that holds the person's thread (on its connection)."""
+        async with self._pool.acquire() as conn:
+            return await self.abandon(conn, person_id)
+
     async def abandon(self, conn: Conn, person_id: str) -> list[Run]:
         """Fail a person's runs left `running`; call only while holding their thread."""
         rows = await conn.fetch(_ABANDON_SQL, person_id)

@@ -131,6 +131,13 @@ class Threads:
         """True while a turn of this process waits for or holds the person's thread."""
         return self._turning[person_id] > 0
 
+    def alone(self, person_id: str) -> bool:
+        """True when the caller's turn is this process's only one for the person: with the
+        thread held, a run of theirs still `running` is then nobody's (cut off by an outage
+        or a crash), since a turn that lost the lock with its connection still counts here
+        until it has finished its books."""
+        return self._turning.get(person_id, 0) == 1
+
     def on_idle(self, listener: Callable[[str], None]) -> None:
         """Call `listener(person_id)` whenever the last turn of this process for a person ends."""
         self._idle_listeners.append(listener)

@@ -316,6 +316,9 @@ class Turns:
                     # began (the database went away): answered now, once, under the
                     # thread, unless the sweep did first (chat.recovery).
                     return await self._answer(person, first, zone, on_reply=on_reply)
+                if await self._abandon_left(person, earlier.runs):
+                    earlier = await self._replay(person, client_id)
+                    assert earlier is not None
             return earlier
         # What is known about the person is looked up on its own connection while the turn
         # waits for the thread and writes the message: it depends on nothing but the words.
@@ -423,7 +426,10 @@ class Turns:
                     person.id, author=POSTERA, text=text[:TEXT_CHARS_MAX], channel=channel, client_id=client_id
                 )
             turn: _Turn | None = None
-            if not await self._runs.of_origin(person.id, message.id):
+            runs = await self._runs.of_origin(person.id, message.id)
+            if runs:
+                await self._abandon_left(person, runs)
+            else:
                 balance = await self._wallet.balance_micros(person.id)
                 if balance <= 0:
                     return Woken(run_id=None, reply="", outcome="wallet_empty")
@@ -439,6 +445,16 @@ class Turns:
         said = [m.text for m in result.messages if m.id != message.id and not (m.author == "ava" and m.text[:1] == "@")]
         reply = said[-1] if said else ""
         return Woken(run_id=lead.id if lead else None, reply=reply, outcome="ran" if said else "silent", raw=raw)
+
+    async def _abandon_left(self, person: Person, runs: Sequence[Run]) -> bool:
+        """Under the person's thread, on a retry: runs of the turn still `running` were left
+        by an attempt an outage or a crash cut off (no turn of this process is finishing
+        them: `Threads.alone`; none of another's: this one holds the thread). They are failed
+        now, as the sweep would fail them, so the retry returns the whole turn with its
+        failure rather than a run that will never end (docs/http.md). True when any were."""
+        if not any(r.status == "running" for r in runs) or not self._threads.alone(person.id):
+            return False
+        return bool(await self._runs.abandon_held(person.id))
 
     async def _commit_lazily(self) -> None:
         """Once the message that starts a turn is written (durably: the person's words, a

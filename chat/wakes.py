@@ -3,10 +3,10 @@
 The reminders domain delivers notes (claim, wake, record, retry) but cannot run Ava, so
 it declares the `Wake` and `Tell` ports and the composition root passes this runner's
 methods in. Everything about what a fired note becomes lives here: which channel Ava
-runs on (the person's live call in this process, if there is one, else text), saying it
-on that call, the live event and the push that follow, and the wallet-empty notice said
-once. Voice sits above the chat, so the live call is reached only through the plain
-lookup the root hands in.
+runs on (the person's live call in this process or in another one sharing the database,
+if there is one, else text), saying it on that call, the live event and the push that
+follow, and the wallet-empty notice said once. Voice sits above the chat, so a live call
+is reached only through the plain lookups the root hands in.
 
 Waking is idempotent per note (`Turns.wake`), and telling happens once per note, after
 whoever marked it delivered: a retried delivery never wakes Ava twice or pushes twice.
@@ -36,6 +36,9 @@ Speak = Callable[[SpokenReply], Awaitable[None]]
 # The person's live call in this process, by person id: the call's channel and how to
 # speak on it; None when they are on no call here.
 LiveCall = Callable[[str], tuple[str, Speak] | None]
+# The person's live call held by another server process sharing the database: how to have
+# that process speak on it; None when they are on no call anywhere else.
+CallElsewhere = Callable[[str], Awaitable[Speak | None]]
 
 
 class WakeRunner:
@@ -50,6 +53,7 @@ class WakeRunner:
         push: Push,
         pool: asyncpg.Pool,
         live_call: LiveCall | None = None,
+        call_elsewhere: CallElsewhere | None = None,
     ) -> None:
         self._turns = turns
         self._people = people
@@ -57,6 +61,7 @@ class WakeRunner:
         self._push = push
         self._pool = pool
         self._live_call = live_call
+        self._call_elsewhere = call_elsewhere
 
     async def wake(self, *, note: Note) -> Woken:
         """A turn of Ava's own in the person's thread. If the person is on a call in this
@@ -75,6 +80,15 @@ class WakeRunner:
         if call is not None:
             call_channel, speak = call
             channel = "phone" if call_channel == "phone" else "voice"
+        elif self._call_elsewhere is not None:
+            # On a call another process holds: Ava runs in the voice layer here and that
+            # process says her reply on the call (docs/agents.md#wake-notes-postera).
+            try:
+                speak = await self._call_elsewhere(person.id)
+            except Exception:  # not knowing is no reason to fail the note: it goes as text
+                log.warning("could not look for a call of %s elsewhere", person.id)
+            if speak is not None:
+                channel = "voice"
         # Detached: shutdown waits for a wake in progress instead of cutting its run short.
         woken = await run_detached(
             self._turns.wake(person, note_id=note.id, text=note.text, zone=zone, channel=channel)

@@ -49,9 +49,31 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 IDLE_CONNECTION_LIFETIME_S = 86_400.0
 
 
+class DatabaseUnreachable(ConnectionError):
+    """A new connection to the database could not be opened: nothing listens at its address
+    (a stopped server's Unix socket is gone, so connecting raises FileNotFoundError rather
+    than a refused connection), or connecting timed out. A `ConnectionError`, so every
+    caller that treats a lost database as a passing outage (the HTTP edge's 503, the
+    workers' retries) treats this one the same way."""
+
+
+async def _connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    # Why: a database stopped cleanly removes its socket file, and the FileNotFoundError a
+    # request's first statement then raised was answered 500 instead of 503 (an external
+    # database restarted mid-burst, tests/faults/test_external_restart.py).
+    try:
+        conn: asyncpg.Connection = await asyncpg.connect(*args, **kwargs)
+    except ConnectionError:
+        raise
+    except OSError as exc:  # FileNotFoundError, TimeoutError, ...
+        raise DatabaseUnreachable(f"cannot connect to the database: {type(exc).__name__}") from exc
+    return conn
+
+
 async def create_pool(url: str, *, size_max: int) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         url,
+        connect=_connect,
         min_size=1,
         max_size=size_max,
         init=_init_connection,

@@ -15,6 +15,8 @@ marked it: at most once per note.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -87,11 +89,12 @@ class Delivery:
     async def run_claimed(self, note: Note) -> Delivered:
         """Wake Ava on a note this worker has claimed, and finish it."""
         try:
-            woken = await self._wake(note=note)
+            woken = await self._wake_holding(note)
         except Exception as exc:
             log.warning("delivering %s failed (attempt %d): %s", note.id, note.attempts, type(exc).__name__)
             after = await self._notes.attempt_failed(
                 note.id,
+                attempt=note.attempts,
                 error=type(exc).__name__,
                 attempts_max=self.limits.attempts_max,
                 backoff_s=self.limits.backoff_s,
@@ -119,3 +122,29 @@ class Delivery:
             except Exception:  # the note is delivered and in the thread; telling is best effort
                 log.exception("telling the person about note %s failed", done.id)
         return "delivered"
+
+    async def _wake_holding(self, note: Note) -> Woken:
+        """Wake on `note`, renewing its claim's lease every third of it meanwhile: the lease
+        lapses only when this process is gone (docs/data.md#wake-notes). Without it, a delivery
+        that outlasted the lease was claimed and woken again by another process: the wake is
+        idempotent, but the second attempt waited for the thread and could give up as failed
+        a note the first had delivered."""
+        renewing = asyncio.create_task(self._renew(note), name=f"renew-{note.id}")
+        try:
+            return await self._wake(note=note)
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+
+    async def _renew(self, note: Note) -> None:
+        every_s = self.limits.lease_s / 3
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                held = await self._notes.renew(note.id, attempt=note.attempts, lease_s=self.limits.lease_s)
+            except Exception as exc:  # the database is away: the next renewal tries again
+                log.warning("renewing the claim on %s failed: %s", note.id, type(exc).__name__)
+                continue
+            if not held:
+                return  # taken over after a lapse; the wake is idempotent, so this one just finishes

@@ -5,7 +5,9 @@ Every state change is one conditional UPDATE, so two processes (or a retry racin
 first attempt) can never both move a note: `pending -> delivering` is a claim with a
 lease, `delivering -> delivered | failed` happens only to a claimed note, and only
 `pending` notes can be cancelled. A claim whose lease ran out is somebody's crash and may
-be claimed again; delivery itself is idempotent, so that costs at most a wait.
+be claimed again; delivery itself is idempotent, so that costs at most a wait. The worker
+holding a claim renews its lease while it works, so a slow delivery (a model that takes its
+time, a thread another turn holds) is never taken from a process that lives.
 """
 
 from __future__ import annotations
@@ -78,6 +80,12 @@ UPDATE wake_notes SET status = 'delivered', delivered_at = clock_timestamp(), le
     run_id = $2, outcome = $3, preview = $4, error = NULL
 WHERE id = $1 AND status = 'delivering' RETURNING {_COLUMNS}
 """
+# A claim still being worked on is held a lease longer; only the claim that took it (its
+# attempt number) may renew it, so a lapsed claim someone took over stays theirs.
+_RENEW_SQL = """
+UPDATE wake_notes SET lease_until = clock_timestamp() + make_interval(secs => $3)
+WHERE id = $1 AND status = 'delivering' AND attempts = $2 RETURNING id
+"""
 # A failed attempt keeps the claim but moves its lease to the retry time; the last
 # allowed attempt gives up for good.
 _ATTEMPT_FAILED_SQL = f"""
@@ -87,7 +95,7 @@ UPDATE wake_notes SET
                        ELSE clock_timestamp() + make_interval(secs => $4::float8 * attempts) END,
     outcome = CASE WHEN attempts >= $3 THEN 'gave_up' END,
     error = $2
-WHERE id = $1 AND status = 'delivering' RETURNING {_COLUMNS}
+WHERE id = $1 AND status = 'delivering' AND attempts = $5 RETURNING {_COLUMNS}
 """
 _UNQUEUED_SQL = f"""
 SELECT {_COLUMNS} FROM wake_notes
@@ -188,8 +196,17 @@ class Notes:
         row = await self._pool.fetchrow(_DELIVERED_SQL, note_id, run_id, outcome, preview)
         return _note(row) if row else None
 
-    async def attempt_failed(self, note_id: str, *, error: str, attempts_max: int, backoff_s: float) -> Note | None:
-        row = await self._pool.fetchrow(_ATTEMPT_FAILED_SQL, note_id, error[:500], attempts_max, backoff_s)
+    async def renew(self, note_id: str, *, attempt: int, lease_s: float) -> bool:
+        """Hold claim number `attempt` for `lease_s` more; False when it is no longer held
+        (finished, or taken over after it lapsed)."""
+        return await self._pool.fetchval(_RENEW_SQL, note_id, attempt, lease_s) is not None
+
+    async def attempt_failed(
+        self, note_id: str, *, attempt: int, error: str, attempts_max: int, backoff_s: float
+    ) -> Note | None:
+        """Claim number `attempt` failed: retry later or give up. A later claim (this one
+        lapsed and was taken over) is left alone: it may be succeeding right now."""
+        row = await self._pool.fetchrow(_ATTEMPT_FAILED_SQL, note_id, error[:500], attempts_max, backoff_s, attempt)
         return _note(row) if row else None
 
     async def previous_outcome(self, person_id: str, *, besides: str) -> str | None:

@@ -86,3 +86,16 @@ async def test_the_runs_of_a_message_come_in_the_order_they_started(stores: Stor
     runs = await stores.runs.of_origin(me, ava.origin_message_id)
     assert [(r.id, r.parent_run_id) for r in runs] == [(ava.id, None), (zee.id, ava.id)]
     assert await stores.runs.of_origin(me, handoff.id) == []
+
+
+async def test_runs_left_running_are_abandoned_from_inside_the_persons_turn(stores: Stores) -> None:
+    me, left = await started(stores)
+    sari, theirs = await started(stores, "Sari")
+    async with stores.threads.turn(me, wait_s=5):
+        abandoned = await stores.runs.abandon_held(me)
+        assert [r.id for r in abandoned] == [left.id]
+        assert await stores.runs.abandon_held(me) == [], "once"
+    now = await stores.runs.get(me, left.id)
+    assert now is not None and (now.status, now.error_code) == ("failed", "abandoned")
+    untouched = await stores.runs.get(sari, theirs.id)
+    assert untouched is not None and untouched.status == "running", "another person's run is theirs"

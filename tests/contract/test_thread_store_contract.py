@@ -151,3 +151,32 @@ async def test_the_recent_page_is_the_newest_page_whoever_wrote(stores: Stores) 
     assert [m.text for m in again.messages] == ["m4", "m5", "m6"]
     assert again.messages == await stores.threads.page(me, before=None, after=None, limit=3)
     assert again.memo("another context") == {}  # a memo is only ever for the context it was made in
+
+
+async def test_a_turn_is_alone_until_another_of_the_same_person_waits(stores: Stores) -> None:
+    me, other = await person(stores, "Budi"), await person(stores, "Sari")
+    inside = asyncio.Event()
+    release = asyncio.Event()
+    seen: list[bool] = []
+
+    async def first() -> None:
+        async with stores.threads.turn(me, wait_s=5):
+            seen.append(stores.threads.alone(me))
+            inside.set()
+            await release.wait()
+            seen.append(stores.threads.alone(me))  # the second waits meanwhile
+
+    one = asyncio.create_task(first())
+    await inside.wait()
+    two = asyncio.create_task(_hold_briefly(stores, me))
+    async with stores.threads.turn(other, wait_s=1):
+        assert stores.threads.alone(other), "another person's turn does not count"
+    await asyncio.sleep(0.05)  # the second turn is waiting now
+    release.set()
+    await asyncio.gather(one, two)
+    assert seen == [True, False]
+
+
+async def _hold_briefly(stores: Stores, person_id: str) -> None:
+    async with stores.threads.turn(person_id, wait_s=5):
+        pass

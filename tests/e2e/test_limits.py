@@ -146,3 +146,37 @@ async def test_streams_are_capped_across_instances(app: App, settings: Settings)
         statuses, stack = await open_at_once([first_url, second_url], headers, 20)
         async with stack:
             assert sorted(statuses) == [200] * STREAMS_MAX + [429] * (20 - STREAMS_MAX)
+
+
+class _LosingReleases:
+    """The pool, except that the first `lose` releases meet a lost database."""
+
+    def __init__(self, pool: object, lose: int) -> None:
+        self._pool = pool
+        self.lose = lose
+
+    async def execute(self, query: str, *args: object) -> str:
+        if query.startswith("DELETE FROM limit_leases WHERE id = $1") and self.lose:
+            self.lose -= 1
+            raise ConnectionResetError("the database went away")
+        result: str = await self._pool.execute(query, *args)  # type: ignore[attr-defined]
+        return result
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._pool, name)
+
+
+async def test_a_release_lost_to_an_outage_is_let_go_with_the_next_take(app: App) -> None:
+    """The lease tables survive a clean restart of the database (they are unlogged, not
+    truncated): a release the outage swallowed must not hold its place for the lease's time
+    to live, or a person whose turns were cut off is refused for minutes afterwards."""
+    losing = _LosingReleases(app.services.pool, lose=2)
+    limits = Limits(losing)  # type: ignore[arg-type]
+    refused = RateLimited("full", retry_after_s=1)
+    for _ in range(2):
+        async with limits.lease("runs_in_flight:usr_x", cap=2, ttl_s=900, refused=refused):
+            pass  # released into the outage
+    assert losing.lose == 0
+    async with limits.lease("runs_in_flight:usr_x", cap=2, ttl_s=900, refused=refused):
+        held = await app.services.pool.fetchval("SELECT count(*) FROM limit_leases WHERE key = 'runs_in_flight:usr_x'")
+        assert held == 1, "the two lost releases were let go before this take"

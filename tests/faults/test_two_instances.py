@@ -8,61 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
 
-from tests.fakes.servers import free_port
+from tests.faults import processes
 from tests.faults.outages import settled
 
-ROOT = Path(__file__).resolve().parents[2]
 PEOPLE = 6
 TURNS_EACH = 8
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow_fault]
 
 
-@contextlib.contextmanager
-def serving(database_url: str, home: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "AVAGENC_HOME": str(home),
-        "SESSION_SECRET": "two-instances-" + "x" * 40,
-        "VOICE_PRELOAD": "false",
-        "SWEEP_INTERVAL_S": "0.5",
-        # the burst is about a crash, not the per-person limits (tests/e2e covers those)
-        "RUNS_IN_FLIGHT_PER_PERSON_MAX": str(TURNS_EACH),
-        "RUNS_PER_PERSON_PER_MINUTE_MAX": "1000",
-    }
-    log = (home.parent / f"server-{port}.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--port", str(port)], env=env, cwd=ROOT, stdout=log, stderr=log
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, "the server exited early"
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "the server did not become ready"
-            time.sleep(0.2)
-        yield process, url
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=60)
-        log.close()
+def serving(database_url: str, home: Path) -> contextlib.AbstractContextManager[tuple[subprocess.Popen[bytes], str]]:
+    # the burst is about a crash, not the per-person limits (tests/e2e covers those)
+    limits = {"RUNS_IN_FLIGHT_PER_PERSON_MAX": str(TURNS_EACH), "RUNS_PER_PERSON_PER_MINUTE_MAX": "1000"}
+    return processes.serving(database_url, home, limits)
 
 
 async def _say(client: httpx.AsyncClient, token: str, text: str, client_id: str) -> int:
@@ -126,12 +91,5 @@ async def test_one_of_two_servers_killed_mid_burst_leaves_nothing_unsettled(
     assert not list(home.glob("outbox/calls-*.jsonl")) or all(
         p.stat().st_size == 0 for p in home.glob("outbox/calls-*.jsonl")
     ), "the dead server's outbox was charged and let go"
-    report = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "cli", "wallet", "verify"],
-        env={**os.environ, "DATABASE_URL": database_url, "AVAGENC_HOME": str(home)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    report = await asyncio.to_thread(processes.wallet_verify, database_url, home)
     assert report.returncode == 0, report.stdout + report.stderr

@@ -20,28 +20,34 @@ from reminders import Delivery, DeliveryLimits, EmbeddedQueue, Note, Notes, Remi
 class CountingWake:
     """Stands in for Ava: remembers which dispatcher woke on which note."""
 
-    def __init__(self, name: str, woken: Counter[str], by: Counter[str]) -> None:
+    def __init__(self, name: str, woken: Counter[str], by: Counter[str], takes_s: float = 0.002) -> None:
         self._name = name
         self._woken = woken
         self._by = by
+        self._takes_s = takes_s
 
     async def __call__(self, *, note: Note) -> Woken:
         self._woken[note.id] += 1
         self._by[self._name] += 1
-        await asyncio.sleep(0.002)  # a run takes a moment; claims overlap
+        await asyncio.sleep(self._takes_s)  # a run takes a moment; claims overlap
         return Woken(run_id=f"run_{note.id}", reply="Time!", outcome="ran")
 
 
 @contextlib.asynccontextmanager
 async def dispatcher(
-    dsn: str, name: str, woken: Counter[str], by: Counter[str]
+    dsn: str,
+    name: str,
+    woken: Counter[str],
+    by: Counter[str],
+    limits: DeliveryLimits | None = None,
+    takes_s: float = 0.002,
 ) -> AsyncIterator[tuple[Notes, EmbeddedQueue]]:
     pool = await create_pool(dsn, size_max=10)
     listener = Listener(dsn)
     notes = Notes(pool)
     queue = EmbeddedQueue(notes=notes, listener=listener, concurrent_max=8)
     await listener.start()
-    delivery = Delivery(notes=notes, wake=CountingWake(name, woken, by), limits=DeliveryLimits())
+    delivery = Delivery(notes=notes, wake=CountingWake(name, woken, by, takes_s), limits=limits or DeliveryLimits())
     task = asyncio.create_task(queue.serve(delivery=delivery))
     try:
         yield notes, queue
@@ -84,6 +90,28 @@ async def test_two_dispatchers_deliver_each_of_200_notes_exactly_once(database_u
     assert by["a"] > 0 and by["b"] > 0, f"both dispatchers share the work: {dict(by)}"
     rows = await pool.fetch("SELECT attempts, run_id, id FROM wake_notes")
     assert all(r["attempts"] == 1 and r["run_id"] == f"run_{r['id']}" for r in rows)
+
+
+async def test_a_delivery_that_outlasts_its_lease_is_not_taken_by_the_other_dispatcher(
+    database_url: str, pool: asyncpg.Pool
+) -> None:
+    """Each wake takes three leases long: the dispatcher working on it renews its claim, so
+    the other never claims it again (a lease lapses only when its holder is gone)."""
+    woken: Counter[str] = Counter()
+    by: Counter[str] = Counter()
+    limits = DeliveryLimits(lease_s=1.0)
+    async with (
+        dispatcher(database_url, "a", woken, by, limits, takes_s=3.0) as (notes, _),
+        dispatcher(database_url, "b", woken, by, limits, takes_s=3.0),
+    ):
+        due = datetime.now(UTC) + timedelta(milliseconds=500)
+        for i in range(6):
+            await notes.add(person_id="usr_1", text=f"note {i}", due_at=due, time_zone="UTC", created_by_run_id=None)
+        async with asyncio.timeout(60):
+            while (await statuses(pool))["delivered"] < 6:
+                await asyncio.sleep(0.1)
+    assert sorted(woken.values()) == [1] * 6, woken
+    assert await pool.fetchval("SELECT max(attempts) FROM wake_notes") == 1
 
 
 async def test_a_note_written_while_the_dispatcher_sleeps_is_delivered_on_time(

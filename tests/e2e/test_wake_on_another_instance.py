@@ -1,0 +1,77 @@
+"""A wake note that fires while the person is on a call another server process holds is
+said on that call: the process delivering the note finds the person's call slot held in
+the database and no call of its own, runs Ava in the voice layer, and the holding process
+hears the reply on its LISTEN connection and says it on the call. Two processes in one
+test (each a whole app on the same database); the call's voice is recorded, as a door
+would play it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from agents import SpokenReply
+from app.server import running
+from settings import Settings
+from tests.conftest import App
+
+
+async def test_a_note_is_said_on_the_call_the_other_instance_holds(
+    app: App, settings: Settings, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    headers = await app.sign_in("Budi")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    person = await app.services.people.get(me)
+    assert person is not None and app.services.reminders is not None
+    said: list[SpokenReply] = []
+
+    async def speak(reply: SpokenReply) -> None:
+        said.append(reply)
+
+    # The call's process delivers no notes itself, so the note is the other process's to deliver.
+    holder_settings = settings.model_copy(update={"avagenc_home": tmp_path / "holder"})
+    async with running(holder_settings, deliver_wakes=False) as (holder, _):
+        async with holder.voice.registry.claim_everywhere(person, "voice") as call:
+            call.speak = speak
+            note = await app.services.reminders.notes.add(
+                person_id=me,
+                text="Remind Budi to take the cake out of the oven.",
+                due_at=datetime.now(UTC) + timedelta(seconds=1),
+                time_zone="Asia/Jakarta",
+                created_by_run_id=None,
+            )
+            async with asyncio.timeout(30):
+                while not said:
+                    await asyncio.sleep(0.05)
+
+    delivered = await pool.fetchrow("SELECT status, run_id FROM wake_notes WHERE id = $1", note.id)
+    assert delivered is not None and delivered["status"] == "delivered"
+    run = await pool.fetchrow("SELECT channel, status FROM runs WHERE id = $1", delivered["run_id"])
+    assert run is not None and (run["channel"], run["status"]) == ("voice", "succeeded")
+    reply = await pool.fetchval(
+        "SELECT text FROM messages WHERE run_id = $1 AND author = 'ava' ORDER BY seq DESC LIMIT 1", delivered["run_id"]
+    )
+    assert len(said) == 1 and said[0].text == reply, (said, reply)
+
+
+async def test_a_note_for_a_person_on_no_call_stays_a_text_turn(app: App, pool: asyncpg.Pool) -> None:
+    headers = await app.sign_in("Sari")
+    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
+    assert app.services.reminders is not None
+    note = await app.services.reminders.notes.add(
+        person_id=me,
+        text="Remind Sari to call her mother.",
+        due_at=datetime.now(UTC) + timedelta(seconds=1),
+        time_zone="Asia/Jakarta",
+        created_by_run_id=None,
+    )
+    async with asyncio.timeout(30):
+        while (await pool.fetchval("SELECT status FROM wake_notes WHERE id = $1", note.id)) != "delivered":
+            await asyncio.sleep(0.05)
+    channel = await pool.fetchval(
+        "SELECT r.channel FROM runs r JOIN wake_notes n ON n.run_id = r.id WHERE n.id = $1", note.id
+    )
+    assert channel == "text"
