@@ -102,6 +102,15 @@ class Settings(BaseSettings):
     runs_per_person_per_minute_max: int = Field(default=30, ge=1, le=1_000_000)
     runs_in_flight_per_person_max: int = Field(default=3, ge=1, le=100)
 
+    # Paired speakers (docs/http.md#devices): how long a pairing code lives, devices a
+    # person may have, pairing attempts (starting one, approving one) per client address
+    # per window, and wrong codes a person may type per 15 minutes.
+    device_pairing_ttl_s: int = Field(default=600, ge=30, le=3600)
+    devices_per_person_max: int = Field(default=10, ge=1, le=1000)
+    pairings_per_address_max: int = Field(default=10, ge=1, le=1_000_000)
+    pairing_window_s: int = Field(default=60, ge=1, le=86_400)
+    pairing_wrong_codes_max: int = Field(default=5, ge=1, le=1000)
+
     # The wallet: what a new person starts with (Rp 5,000), and the operator's API key
     # for POST /v1/admin/topups (the endpoint answers 404 while this is unset).
     signup_grant_micros: int = Field(default=5_000_000_000, ge=0, le=10**15)

@@ -36,6 +36,8 @@ from app.turns import build_turns
 from app.voice import PRELOAD_JOIN_S, build_voice, end_calls, live_call_on
 from app.wallet import build_ledger
 from chat import (
+    REVOKED_CHANNEL,
+    Devices,
     EventHub,
     EventLog,
     Forgetting,
@@ -59,7 +61,7 @@ from chat import (
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
-from web import ChatApi, EdgeLimits, WakeDoors, build_app
+from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, WakeDoors, build_app
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -100,6 +102,8 @@ class Services:
     preload: threading.Thread | None = None
     # What settles an outage's leftovers while the server runs (chat.recovery).
     sweeper: Sweeper | None = None
+    # Paired speakers (chat.devices).
+    devices: Devices | None = None
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
@@ -126,6 +130,35 @@ def build_identity(
     stack.callback(tokens.close)
     sessions = Sessions(tokens, pool)
     return sessions, FirebasePeople(tokens, sessions, people, on_signup=lambda person: wallet.grant_signup(person.id))
+
+
+def build_devices(
+    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, listener: Listener, voice: VoiceDoors
+) -> Devices:
+    """Paired speakers: their credentials, and every process ending a revoked device's live
+    call when the database says so (a missed notification is caught up by re-checking)."""
+    devices = Devices(
+        pool, pairing_ttl_s=settings.device_pairing_ttl_s, devices_per_person_max=settings.devices_per_person_max
+    )
+    voice.devices = devices
+    ending: set[asyncio.Task[None]] = set()
+
+    def revoked(device_id: str | None) -> None:
+        if device_id is None and not any(call.device_id for call in voice.registry.live()):
+            return  # (re)started listening with no device call to re-check
+        task = asyncio.create_task(voice.end_device_calls(device_id), name="device-revoked")
+        ending.add(task)
+        task.add_done_callback(ending.discard)
+
+    listener.watch(REVOKED_CHANNEL, revoked)
+
+    async def settle() -> None:
+        for task in list(ending):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    stack.push_async_callback(settle)
+    return devices
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -248,6 +281,7 @@ async def bootstrap(
     voice, speech, preload = build_voice(
         settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
     )
+    devices = build_devices(settings, stack, pool=pool, listener=listener, voice=voice)
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
@@ -289,6 +323,7 @@ async def bootstrap(
         specialists=specialists,
         preload=preload,
         sweeper=sweeper,
+        devices=devices,
     )
 
 
@@ -343,6 +378,11 @@ def serve_app(services: Services) -> FastAPI:
         wakes=wakes,
         connections=services.specialists.connections if services.specialists is not None else None,
         doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
+        devices=services.devices,
+        device_limits=DeviceLimits(
+            pairing_per_address=Rate(max=settings.pairings_per_address_max, window_s=settings.pairing_window_s),
+            wrong_codes_per_person=Rate(max=settings.pairing_wrong_codes_max, window_s=WRONG_CODES_WINDOW_S),
+        ),
         door_errors=(VoiceError,),
     )
 

@@ -9,15 +9,18 @@ builds it. Other packages import only what is listed here.
 
 from chat.blank import is_unkeepable
 from chat.detached import cancel_detached, detach, drain_detached, run_detached
+from chat.devices import POLL_INTERVAL_S, REVOKED_CHANNEL, Device, DeviceCaller, Devices, Pairing, is_device_token
 from chat.errors import (
     AdminDisabled,
     ChatError,
     DateInvalid,
     KnowledgeUnavailable,
     NotFound,
+    PairingCodeInvalid,
     RateLimited,
     SignInDisabled,
     TimeZoneInvalid,
+    TooManyDevices,
     TooManyStreams,
     Unauthorized,
 )
@@ -39,9 +42,14 @@ from chat.wallet import Wallet
 from chat.zones import parse_zone
 
 __all__ = [
+    "POLL_INTERVAL_S",
+    "REVOKED_CHANNEL",
     "AdminDisabled",
     "ChatError",
     "DateInvalid",
+    "Device",
+    "DeviceCaller",
+    "Devices",
     "EventHub",
     "EventLog",
     "FactLookup",
@@ -55,6 +63,8 @@ __all__ = [
     "Message",
     "NotFound",
     "Outbox",
+    "Pairing",
+    "PairingCodeInvalid",
     "People",
     "PeopleStore",
     "Person",
@@ -73,6 +83,7 @@ __all__ = [
     "Tickets",
     "TimeZoneInvalid",
     "TokenVerifier",
+    "TooManyDevices",
     "TooManyStreams",
     "Turns",
     "Unauthorized",
@@ -81,6 +92,7 @@ __all__ = [
     "cancel_detached",
     "detach",
     "drain_detached",
+    "is_device_token",
     "is_unkeepable",
     "mentions",
     "no_wakes",

@@ -78,3 +78,13 @@ class AdminDisabled(ChatError):
 
 class DateInvalid(ChatError):
     type = "date_invalid"
+
+
+class PairingCodeInvalid(ChatError):
+    """A pairing code that is malformed, wrong, used or expired: nothing was paired."""
+
+    type = "pairing_code_invalid"
+
+
+class TooManyDevices(ChatError):
+    type = "too_many_devices"

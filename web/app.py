@@ -20,10 +20,11 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from agents import Connections, Knowledge, LinkError
-from chat import ChatError, Forgetting, Wallet
+from chat import ChatError, Devices, Forgetting, Wallet
 from ledger import LedgerError
 from reminders import CallbackGate, Delivery, ReminderError, Reminders
 from web.api import ChatApi, build_router
+from web.devices import DeviceLimits, build_devices_router
 from web.edge import (
     DATABASE_GONE,
     BodyLimit,
@@ -67,6 +68,8 @@ def build_app(
     connections: Connections | None,
     doors: Sequence[APIRouter] = (),
     door_errors: Sequence[type[Exception]] = (),
+    devices: Devices | None = None,
+    device_limits: DeviceLimits | None = None,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -86,6 +89,8 @@ def build_app(
     if wakes is not None:
         app.include_router(build_reminders_router(api, wakes.reminders))
         app.include_router(build_callback_router(wakes.reminders, wakes.delivery, wakes.gate))
+    if devices is not None and device_limits is not None:
+        app.include_router(build_devices_router(api, devices, device_limits))
     for door in doors:
         app.include_router(door)
     if connections is not None:

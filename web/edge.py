@@ -78,6 +78,8 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "rate_limited": (429, "Too many requests; retry after the Retry-After seconds"),
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),
+    "pairing_code_invalid": (400, "No speaker is waiting with that code"),
+    "too_many_devices": (409, "Too many paired devices"),
     # ledger
     "insufficient_balance": (402, "The wallet is empty"),
     "ref_conflict": (409, "This ref was already used for a different amount"),
