@@ -111,6 +111,19 @@ class Settings(BaseSettings):
     pairing_window_s: int = Field(default=60, ge=1, le=86_400)
     pairing_wrong_codes_max: int = Field(default=5, ge=1, le=1000)
 
+    # Verified phone callers (docs/http.md#phones): how long a code lives, wrong tries that
+    # burn it, codes a person may ask for per hour, numbers a person may have.
+    phone_code_ttl_s: int = Field(default=600, ge=30, le=3600)
+    phone_wrong_codes_max: int = Field(default=5, ge=1, le=100)
+    phone_codes_per_person_per_hour_max: int = Field(default=5, ge=1, le=1000)
+    phones_per_person_max: int = Field(default=3, ge=1, le=100)
+    # Twilio: the auth token checks the voice webhook's signature (unset: the webhook answers
+    # 404); with the account SID and a sending number too, codes go out as text messages
+    # (unset: the offline twin writes them to the server's log).
+    twilio_auth_token: SecretStr | None = None
+    twilio_account_sid: str | None = None
+    twilio_from_number: str | None = None
+
     # The wallet: what a new person starts with (Rp 5,000), and the operator's API key
     # for POST /v1/admin/topups (the endpoint answers 404 while this is unset).
     signup_grant_micros: int = Field(default=5_000_000_000, ge=0, le=10**15)

@@ -43,8 +43,11 @@ from chat import (
     Forgetting,
     Limits,
     LocalTokens,
+    LoggedPhoneCodes,
     Outbox,
     People,
+    Phones,
+    PhoneVerifier,
     Rate,
     Runs,
     Sessions,
@@ -53,6 +56,7 @@ from chat import (
     Tickets,
     TokenVerifier,
     Turns,
+    TwilioSms,
     Wallet,
     drain_detached,
     no_wakes,
@@ -104,6 +108,8 @@ class Services:
     sweeper: Sweeper | None = None
     # Paired speakers (chat.devices).
     devices: Devices | None = None
+    # Verified phone numbers (chat.phones).
+    phones: Phones | None = None
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
@@ -159,6 +165,46 @@ def build_devices(
 
     stack.push_async_callback(settle)
     return devices
+
+
+def build_phones(
+    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, tickets: Tickets, voice: VoiceDoors
+) -> tuple[Phones, str]:
+    """Verified phone numbers, how their codes are sent (a text message through Twilio with
+    its credentials, the server's log otherwise), and Twilio's voice webhook over them."""
+    from voice import PhoneWebhook
+
+    token = settings.twilio_auth_token.get_secret_value() if settings.twilio_auth_token else None
+    sender: PhoneVerifier
+    if token and settings.twilio_account_sid and settings.twilio_from_number:
+        sms = TwilioSms(
+            account_sid=settings.twilio_account_sid,
+            auth_token=token,
+            from_number=settings.twilio_from_number,
+            timeout_s=settings.integration_timeout_s,
+        )
+        stack.push_async_callback(sms.close)
+        sender, adapter = sms, "TwilioSms"
+    else:
+        sender, adapter = LoggedPhoneCodes(), "LoggedPhoneCodes (the server's log)"
+    phones = Phones(
+        pool,
+        sender,
+        code_ttl_s=settings.phone_code_ttl_s,
+        wrong_codes_max=settings.phone_wrong_codes_max,
+        phones_per_person_max=settings.phones_per_person_max,
+    )
+
+    async def call_token(person_id: str) -> str:
+        return await tickets.issue(person_id, door="phone")
+
+    voice.phone_webhook = PhoneWebhook(
+        auth_token=token,
+        person_for=phones.person_for,
+        call_token=call_token,
+        public_base_url=settings.public_base_url,
+    )
+    return phones, adapter
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -282,6 +328,7 @@ async def bootstrap(
         settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
     )
     devices = build_devices(settings, stack, pool=pool, listener=listener, voice=voice)
+    phones, phone_codes = build_phones(settings, stack, pool=pool, tickets=tickets, voice=voice)
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
@@ -295,6 +342,7 @@ async def bootstrap(
         **specialists.adapters(),
         "identity": "FirebaseTokens" if settings.firebase_project_id else "LocalTokens (revocable sessions)",
         "speech": speech,
+        "phone codes": phone_codes,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
     }
@@ -324,6 +372,7 @@ async def bootstrap(
         preload=preload,
         sweeper=sweeper,
         devices=devices,
+        phones=phones,
     )
 
 
@@ -383,6 +432,8 @@ def serve_app(services: Services) -> FastAPI:
             pairing_per_address=Rate(max=settings.pairings_per_address_max, window_s=settings.pairing_window_s),
             wrong_codes_per_person=Rate(max=settings.pairing_wrong_codes_max, window_s=WRONG_CODES_WINDOW_S),
         ),
+        phones=services.phones,
+        phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
         door_errors=(VoiceError,),
     )
 

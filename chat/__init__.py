@@ -17,10 +17,15 @@ from chat.errors import (
     KnowledgeUnavailable,
     NotFound,
     PairingCodeInvalid,
+    PhoneCodeInvalid,
+    PhoneDeliveryFailed,
+    PhoneNumberInvalid,
+    PhoneTaken,
     RateLimited,
     SignInDisabled,
     TimeZoneInvalid,
     TooManyDevices,
+    TooManyPhones,
     TooManyStreams,
     Unauthorized,
 )
@@ -31,12 +36,14 @@ from chat.learning import Learning
 from chat.limits import Lease, Limits, Rate
 from chat.outbox import Outbox
 from chat.people import People, Person
+from chat.phones import LoggedPhoneCodes, PhoneNumber, Phones, PhoneVerifier, normalise_number
 from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.recovery import Sweeper, settle_crash
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
 from chat.turns import FactLookup, Turns
+from chat.twilio_sms import TwilioSms
 from chat.wakes import LiveCall, WakeRunner
 from chat.wallet import Wallet
 from chat.zones import parse_zone
@@ -60,6 +67,7 @@ __all__ = [
     "Limits",
     "LiveCall",
     "LocalTokens",
+    "LoggedPhoneCodes",
     "Message",
     "NotFound",
     "Outbox",
@@ -68,6 +76,13 @@ __all__ = [
     "People",
     "PeopleStore",
     "Person",
+    "PhoneCodeInvalid",
+    "PhoneDeliveryFailed",
+    "PhoneNumber",
+    "PhoneNumberInvalid",
+    "PhoneTaken",
+    "PhoneVerifier",
+    "Phones",
     "PostgresEvents",
     "Rate",
     "RateLimited",
@@ -84,8 +99,10 @@ __all__ = [
     "TimeZoneInvalid",
     "TokenVerifier",
     "TooManyDevices",
+    "TooManyPhones",
     "TooManyStreams",
     "Turns",
+    "TwilioSms",
     "Unauthorized",
     "WakeRunner",
     "Wallet",
@@ -96,6 +113,7 @@ __all__ = [
     "is_unkeepable",
     "mentions",
     "no_wakes",
+    "normalise_number",
     "parse_zone",
     "route",
     "run_detached",

@@ -19,6 +19,7 @@ from pipecat.processors.frame_processor import FrameProcessor
 from chat import ChatError, Devices, People, Person, Tickets, TokenVerifier, Turns, is_device_token
 from ledger import VoiceUsage
 from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
+from voice.phone_webhook import PhoneWebhook
 from voice.pipeline import Engines, TurnTiming
 from voice.usage import UsageMeter
 
@@ -44,6 +45,8 @@ class VoiceDoors:
     tickets: Tickets | None = None
     # Paired speakers: a device token opens the speaker door (and nothing else).
     devices: Devices | None = None
+    # Twilio's voice webhook: verified callers are connected, others refused (None: off).
+    phone_webhook: PhoneWebhook | None = None
     # What the call limits measure time with (tests move a clock by hand).
     clock: Clock = field(default_factory=MonotonicClock)
     registry: CallRegistry = field(init=False)
@@ -62,14 +65,14 @@ class VoiceDoors:
 
         return [UsageMeter(charge)]
 
-    async def person_for(self, token: str | None, *, ticket: str | None = None) -> Person | None:
-        """The person a bearer token (or else a door ticket, used up here) names; None for
-        anything else."""
+    async def person_for(self, token: str | None, *, ticket: str | None = None, door: str = "any") -> Person | None:
+        """The person a bearer token (or else a door ticket good for `door`, used up here)
+        names; None for anything else."""
         try:
             if token:
                 return await self.people.get(await self.verifier.verify(token))
             if ticket and self.tickets is not None:
-                return await self.people.get(await self.tickets.redeem(ticket))
+                return await self.people.get(await self.tickets.redeem(ticket, door=door))
         except ChatError:
             return None
         return None

@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from agents import Connections, Knowledge, LinkError
-from chat import ChatError, Devices, Forgetting, Wallet
+from chat import ChatError, Devices, Forgetting, Phones, Rate, Wallet
 from ledger import LedgerError
 from reminders import CallbackGate, Delivery, ReminderError, Reminders
 from web.api import ChatApi, build_router
@@ -41,6 +41,7 @@ from web.edge import (
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
 from web.pages import build_pages_router
+from web.phones import build_phones_router
 from web.redaction import redact_access_log
 from web.reminders import build_callback_router, build_reminders_router
 from web.wallet import build_wallet_router
@@ -70,6 +71,8 @@ def build_app(
     door_errors: Sequence[type[Exception]] = (),
     devices: Devices | None = None,
     device_limits: DeviceLimits | None = None,
+    phones: Phones | None = None,
+    phone_codes_per_person: Rate | None = None,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -91,6 +94,9 @@ def build_app(
         app.include_router(build_callback_router(wakes.reminders, wakes.delivery, wakes.gate))
     if devices is not None and device_limits is not None:
         app.include_router(build_devices_router(api, devices, device_limits))
+    if phones is not None:
+        codes = phone_codes_per_person or Rate(max=5, window_s=3600)
+        app.include_router(build_phones_router(api, phones, codes_per_person=codes))
     for door in doors:
         app.include_router(door)
     if connections is not None:

@@ -32,6 +32,7 @@ _DESCRIPTIONS = {
     400: "Malformed request (bad JSON, unknown time zone, unusable offer)",
     401: "Missing, expired or wrong bearer token",
     402: "The wallet is empty",
+    403: "Not signed by the expected sender",
     404: "Not found (or not yours)",
     409: "Conflicts with what is already there",
     413: "The request body is too large",
@@ -80,6 +81,11 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "admin_disabled": (404, "The admin API is switched off"),
     "pairing_code_invalid": (400, "No speaker is waiting with that code"),
     "too_many_devices": (409, "Too many paired devices"),
+    "phone_number_invalid": (422, "The phone number is not valid"),
+    "phone_code_invalid": (400, "The code is wrong, used or expired"),
+    "phone_taken": (409, "The number is verified on another account"),
+    "too_many_phones": (409, "Too many phone numbers"),
+    "phone_delivery_failed": (503, "The code could not be sent"),
     # ledger
     "insufficient_balance": (402, "The wallet is empty"),
     "ref_conflict": (409, "This ref was already used for a different amount"),
@@ -97,6 +103,8 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "bad_json": (400, "The body is not valid JSON"),
     "unsupported_format": (415, "The media format is not supported"),
     "frame_too_large": (413, "The frame is too large"),
+    "twilio_signature_invalid": (403, "The request is not signed by Twilio"),
+    "phone_webhook_disabled": (404, "The phone webhook is not configured"),
     # reminders
     "time_invalid": (422, "The time is not valid"),
     "time_in_past": (422, "That time has passed"),
