@@ -35,8 +35,16 @@ log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "x-twilio-signature"
 TWIML = "application/xml"
 REFUSAL = "Sorry, this number is not linked to an Avagenc account. Goodbye."
-# Twilio's webhook parameters are a few dozen short fields; a body past this is not Twilio's.
+FORM = "application/x-www-form-urlencoded"
+# A base64 HMAC-SHA1 is 28 characters; anything much longer is not a signature.
 _SIGNATURE_CHARS_MAX = 100
+# The fields of Twilio's voice request this webhook reads or that every call carries (as the
+# OpenAPI document shows them; Twilio sends more, all signed, all read as strings).
+_TWILIO_FORM = {
+    "type": "object",
+    "properties": {name: {"type": "string"} for name in ("AccountSid", "CallSid", "From", "To", "CallStatus")},
+    "required": ["CallSid", "From"],
+}
 
 
 def twilio_signature(auth_token: str, url: str, params: Sequence[tuple[str, str]]) -> str:
@@ -103,6 +111,7 @@ def add_incoming_route(router: APIRouter, webhook: PhoneWebhook | None) -> None:
         tags=["voice"],
         response_class=Response,
         responses={200: {"content": {TWIML: {}}}, **problem_responses(403, 404, 413)},
+        openapi_extra={"requestBody": {"required": True, "content": {FORM: {"schema": _TWILIO_FORM}}}},
     )
     async def incoming(request: Request) -> Response:
         """Twilio's voice webhook (form-encoded, signed): TwiML connecting a verified caller

@@ -44,7 +44,9 @@ def build_phones_router(api: ChatApi, phones: Phones, *, codes_per_person: Rate)
     router = APIRouter(prefix="/v1/phones", tags=["phones"])
     current_person = current_person_dependency(api)
 
-    @router.post("", response_model=PhoneOut, status_code=202, responses=problem_responses(401, 409, 413, 422, 429))
+    @router.post(
+        "", response_model=PhoneOut, status_code=202, responses=problem_responses(400, 401, 409, 413, 422, 429, 503)
+    )
     async def add(body: PhoneIn, person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
         """Add a number (or ask again for a code for one not yet verified): a code is sent to it."""
         number = normalise_number(body.number)  # a number that is no number costs no code
