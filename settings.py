@@ -102,6 +102,11 @@ class Settings(BaseSettings):
     runs_per_person_per_minute_max: int = Field(default=30, ge=1, le=1_000_000)
     runs_in_flight_per_person_max: int = Field(default=3, ge=1, le=100)
 
+    # A request that has not begun its answer within this long answers 503 request_timeout
+    # (docs/http.md#limits); longer than THREAD_WAIT_S plus a turn's model calls, so it
+    # stops only what is truly stuck. Streams (live events) are not cut once they answer.
+    request_time_max_s: float = Field(default=300.0, gt=0, le=3600)
+
     # Paired speakers (docs/http.md#devices): how long a pairing code lives, devices a
     # person may have, pairing attempts (starting one, approving one) per client address
     # per window, and wrong codes a person may type per 15 minutes.

@@ -28,6 +28,7 @@ from web.devices import DeviceLimits, build_devices_router
 from web.edge import (
     DATABASE_GONE,
     BodyLimit,
+    RequestTimeLimit,
     on_chat_error,
     on_database_gone,
     on_domain_error,
@@ -73,6 +74,7 @@ def build_app(
     device_limits: DeviceLimits | None = None,
     phones: Phones | None = None,
     phone_codes_per_person: Rate | None = None,
+    request_time_max_s: float | None = None,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -114,6 +116,8 @@ def build_app(
         app.add_exception_handler(gone, on_database_gone)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(BodyLimit)
+    if request_time_max_s is not None:
+        app.add_middleware(RequestTimeLimit, seconds=request_time_max_s)
     redact_access_log()  # credentials some clients must put in URLs never reach the log
 
     @app.get("/healthz", tags=["operations"])

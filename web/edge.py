@@ -9,6 +9,7 @@ echoing input back; anything unexpected is a bare `internal_error` with no inter
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from typing import Any
@@ -74,6 +75,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "time_zone_invalid": (400, "Unknown time zone"),
     "date_invalid": (422, "The date is out of range"),
     "thread_busy": (503, "Your thread is busy with another request"),
+    "request_timeout": (503, "The request took too long"),
     "knowledge_unavailable": (503, "Memory is not reachable right now"),
     "too_many_streams": (429, "Too many live connections"),
     "rate_limited": (429, "Too many requests; retry after the Retry-After seconds"),
@@ -271,3 +273,45 @@ class BodyLimit:
             f"A request body holds at most {self.bytes_max} bytes.",
         )
         await response(scope, receive, send)
+
+
+class RequestTimeLimit:
+    """Answers a request that has not begun its response within `seconds` with 503
+    `request_timeout` (and `Retry-After`), so no client waits on an answer forever and no
+    handler holds its resources past the limit (docs/http.md#limits).
+
+    The clock stops once the response has started: a live-event stream runs as long as
+    it is open. A turn the request was waiting for is not cut: it runs detached and is
+    answered to a retry with the same `client_id` (docs/http.md#idempotency)."""
+
+    def __init__(self, app: ASGIApp, *, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                deadline.reschedule(None)
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.seconds) as deadline:
+                await self.app(scope, receive, watched)
+        except TimeoutError:
+            if started:
+                raise
+            log.warning("request over %.0f s: %s %s", self.seconds, scope.get("method"), scope.get("path"))
+            response = problem(
+                503,
+                "request_timeout",
+                "The request took too long",
+                f"No answer within {self.seconds:g} s; try again (with the same client_id, for a message).",
+            )
+            await response(scope, receive, send)
