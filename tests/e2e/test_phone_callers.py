@@ -93,9 +93,9 @@ def twilio_form(caller: str) -> dict[str, str]:
 
 
 async def ring(client: httpx.AsyncClient, url: str, form: dict[str, str], signature: str | None) -> httpx.Response:
-    headers: dict[str, str | bytes] = {"Content-Type": "application/x-www-form-urlencoded"}
+    headers: dict[bytes, bytes] = {b"Content-Type": b"application/x-www-form-urlencoded"}
     if signature is not None:
-        headers["X-Twilio-Signature"] = signature.encode()  # any bytes a forger sends
+        headers[b"X-Twilio-Signature"] = signature.encode()  # any bytes a forger sends
     return await client.post(url, content=urlencode(form), headers=headers)
 
 
