@@ -68,8 +68,18 @@ _REVOKE_SQL = """
 WITH gone AS (DELETE FROM devices WHERE id = $1 AND person_id = $2 RETURNING id)
 SELECT pg_notify('device_revoked', id) FROM gone
 """
-_VERIFY_SQL = "SELECT id, person_id FROM devices WHERE token_sha256 = $1"
-_SEEN_SQL = "UPDATE devices SET last_seen_at = now() WHERE id = $1"
+# One round trip; "last seen" is written at most once a minute, so a speaker reconnecting
+# pays for a write (and its log flush) rarely, and a lookup alone otherwise.
+_VERIFY_SQL = """
+WITH found AS (SELECT id, person_id, last_seen_at FROM devices WHERE token_sha256 = $1),
+     seen AS (
+         UPDATE devices SET last_seen_at = now() FROM found
+         WHERE devices.id = found.id
+           AND (found.last_seen_at IS NULL OR found.last_seen_at < now() - interval '60 seconds')
+         RETURNING devices.id
+     )
+SELECT id, person_id FROM found
+"""
 _PAIRED_SQL = "SELECT EXISTS (SELECT 1 FROM devices WHERE id = $1)"
 
 
@@ -215,7 +225,6 @@ class Devices:
         row = await self._pool.fetchrow(_VERIFY_SQL, digest(token))
         if row is None:
             raise Unauthorized("This device is not paired; pair it again.")
-        await self._pool.execute(_SEEN_SQL, row["id"])
         return DeviceCaller(person_id=row["person_id"], device_id=row["id"])
 
     async def paired(self, device_id: str) -> bool:
