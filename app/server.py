@@ -202,6 +202,7 @@ def build_phones(
         auth_token=token,
         person_for=phones.person_for,
         call_token=call_token,
+        first_call=phones.first_call,
         public_base_url=settings.public_base_url,
     )
     return phones, adapter

@@ -70,6 +70,8 @@ _LIST_SQL = """
 SELECT id, number, verified_at, created_at FROM phone_numbers WHERE person_id = $1 ORDER BY created_at, id
 """
 _REMOVE_SQL = "DELETE FROM phone_numbers WHERE id = $1 AND person_id = $2 RETURNING id"
+_SEEN_CALL_SQL = "INSERT INTO phone_calls_seen (call_sid) VALUES ($1) ON CONFLICT DO NOTHING"
+_SWEEP_CALLS_SQL = "DELETE FROM phone_calls_seen WHERE seen_at < now() - interval '1 day'"
 _CALLER_SQL = "SELECT person_id FROM phone_numbers WHERE number = $1 AND verified_at IS NOT NULL"
 
 
@@ -207,3 +209,12 @@ class Phones:
             return None
         found: str | None = await self._pool.fetchval(_CALLER_SQL, number)
         return found
+
+    async def first_call(self, call_sid: str) -> bool:
+        """Whether this is the first webhook request for the call `call_sid` (a replayed
+        signed request is not: Twilio's signature carries no nonce)."""
+        if not call_sid or len(call_sid) > 64:
+            return False
+        status = await self._pool.execute(_SEEN_CALL_SQL, call_sid)
+        await self._pool.execute(_SWEEP_CALLS_SQL)
+        return status.endswith(" 1")

@@ -64,3 +64,9 @@ class PhoneWebhookDisabled(VoiceError):
     """The phone webhook is off: no Twilio auth token is configured to check requests with."""
 
     type = "phone_webhook_disabled"
+
+
+class WebhookReplayed(VoiceError):
+    """A signed phone webhook request for a call already answered (or naming no call)."""
+
+    type = "webhook_replayed"

@@ -10,7 +10,8 @@ and touches nothing.
 A signed request names the caller (`From`). A number some person verified is that
 person: the answer is TwiML `<Connect><Stream>` to the phone door with a short-lived,
 single-use call token as a `<Parameter>`, good at the phone door only. Any other caller
-hears a short spoken refusal and the call ends; no thread is touched.
+hears a short spoken refusal and the call ends; no thread is touched. Twilio's signature
+carries no nonce, so each CallSid is answered once: a replayed request is 409.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from xml.sax.saxutils import escape, quoteattr
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from voice.errors import PhoneWebhookDisabled, SignatureInvalid
+from voice.errors import PhoneWebhookDisabled, SignatureInvalid, WebhookReplayed
 from web import problem_responses
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class PhoneWebhook:
     person_for: Callable[[str], Awaitable[str | None]]
     # A single-use call token for that person, good at the phone door only.
     call_token: Callable[[str], Awaitable[str]]
+    # Whether a CallSid is seen for the first time (a replayed request is refused).
+    first_call: Callable[[str], Awaitable[bool]]
     # The server's public address (PUBLIC_BASE_URL): what Twilio signed, and where the
     # stream connects. Unset: the request's own URL.
     public_base_url: str | None = None
@@ -110,7 +113,7 @@ def add_incoming_route(router: APIRouter, webhook: PhoneWebhook | None) -> None:
         "/phone/incoming",
         tags=["voice"],
         response_class=Response,
-        responses={200: {"content": {TWIML: {}}}, **problem_responses(403, 404, 413)},
+        responses={200: {"content": {TWIML: {}}}, **problem_responses(403, 404, 409, 413)},
         openapi_extra={"requestBody": {"required": True, "content": {FORM: {"schema": _TWILIO_FORM}}}},
     )
     async def incoming(request: Request) -> Response:
@@ -124,8 +127,11 @@ def add_incoming_route(router: APIRouter, webhook: PhoneWebhook | None) -> None:
         if not signature_valid(webhook.auth_token, url, params, request.headers.get(SIGNATURE_HEADER)):
             log.warning("phone webhook refused: bad signature")
             raise SignatureInvalid("The request does not carry Twilio's signature for this URL and body.")
-        caller = dict(params).get("From", "")
-        person_id = await webhook.person_for(caller)
+        fields = dict(params)
+        if not await webhook.first_call(fields.get("CallSid", "")):
+            log.warning("phone webhook refused: a call already answered, or no CallSid")
+            raise WebhookReplayed("This call was already answered; a request is answered once.")
+        person_id = await webhook.person_for(fields.get("From", ""))
         if person_id is None:
             log.info("phone call from an unknown number refused")
             return Response(refusal_twiml(), media_type=TWIML)

@@ -107,6 +107,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "frame_too_large": (413, "The frame is too large"),
     "twilio_signature_invalid": (403, "The request is not signed by Twilio"),
     "phone_webhook_disabled": (404, "The phone webhook is not configured"),
+    "webhook_replayed": (409, "This call was already answered"),
     # reminders
     "time_invalid": (422, "The time is not valid"),
     "time_in_past": (422, "That time has passed"),

@@ -20,3 +20,11 @@ CREATE UNIQUE INDEX phone_numbers_verified ON phone_numbers (number) WHERE verif
 -- A door ticket may be good for one door only: the phone webhook's call tokens open the
 -- phone door and nothing else.
 ALTER TABLE door_tickets ADD COLUMN door TEXT NOT NULL DEFAULT 'any' CHECK (door IN ('any', 'phone'));
+
+-- Twilio's signature has no nonce: a signed webhook request replayed would mint another
+-- call token. Each call's CallSid is taken once; a day later its row is swept.
+CREATE TABLE phone_calls_seen (
+    call_sid    TEXT        PRIMARY KEY CHECK (length(call_sid) BETWEEN 1 AND 64),
+    seen_at     TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX phone_calls_seen_at ON phone_calls_seen (seen_at);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -78,12 +79,15 @@ async def verified(app: App, person: dict[str, str], caplog: pytest.LogCaptureFi
     return str(added.json()["id"])
 
 
+_calls = itertools.count(1)
+
+
 def twilio_form(caller: str) -> dict[str, str]:
-    """What Twilio posts to the voice webhook for an incoming call."""
+    """What Twilio posts to the voice webhook for an incoming call (each a call of its own)."""
     return {
         "AccountSid": "AC00000000000000000000000000000001",
         "ApiVersion": "2010-04-01",
-        "CallSid": "CA00000000000000000000000000000001",
+        "CallSid": f"CA{next(_calls):032d}",
         "CallStatus": "ringing",
         "Direction": "inbound",
         "From": caller,
@@ -193,7 +197,14 @@ async def test_a_forged_webhook_is_403_and_an_unknown_number_hears_a_refusal(
         twiml = ElementTree.fromstring(answer.text)
         assert [child.tag for child in twiml] == ["Say", "Hangup"]
         assert "not linked" in (twiml.find("Say").text or "")  # type: ignore[union-attr]
-    assert await counts(app) == before
+        assert await counts(app) == before
+        # A genuine request for Budi's number, then the same request replayed: answered once.
+        genuine = twilio_form(NUMBER)
+        signature = twilio_signature(AUTH_TOKEN, url, list(genuine.items()))
+        assert (await ring(client, url, genuine, signature)).status_code == 200
+        after_one = await counts(app)
+        assert_problem(await ring(client, url, genuine, signature), 409, "webhook_replayed")
+        assert await counts(app) == after_one
 
 
 async def test_a_call_from_a_verified_number_is_that_persons_with_a_single_use_call_token(
