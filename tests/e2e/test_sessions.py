@@ -139,10 +139,9 @@ async def test_no_credential_this_test_issues_reaches_the_log(app: App, caplog: 
             assert (await client.post("/v1/auth/sign-out", headers=auth)).status_code == 204
             await client.get("/v1/events", params={"access_token": token})  # refused, and logged as refused
         # A paired speaker: its poll secret and device token, the latter also in a URL.
-        owner = {
-            "Authorization": f"Bearer {(await client.post('/v1/auth/local', json={'name': 'Dewi'})).json()['token']}"
-        }
-        issued.append(owner["Authorization"].removeprefix("Bearer "))
+        owner_token = (await client.post("/v1/auth/local", json={"name": "Dewi"})).json()["token"]
+        owner = {"Authorization": f"Bearer {owner_token}"}
+        issued.append(owner_token)
         pairing = (await client.post("/v1/devices/pairing")).json()
         issued += [pairing["poll_secret"], pairing["code"], pairing["code"].replace("-", "")]
         assert (await client.post("/v1/devices/pair", json={"code": pairing["code"]}, headers=owner)).is_success
