@@ -102,6 +102,33 @@ class Settings(BaseSettings):
     runs_per_person_per_minute_max: int = Field(default=30, ge=1, le=1_000_000)
     runs_in_flight_per_person_max: int = Field(default=3, ge=1, le=100)
 
+    # A request that has not begun its answer within this long answers 503 request_timeout
+    # (docs/http.md#limits); longer than THREAD_WAIT_S plus a turn's model calls, so it
+    # stops only what is truly stuck. Streams (live events) are not cut once they answer.
+    request_time_max_s: float = Field(default=300.0, gt=0, le=3600)
+
+    # Paired speakers (docs/http.md#devices): how long a pairing code lives, devices a
+    # person may have, pairing attempts (starting one, approving one) per client address
+    # per window, and wrong codes a person may type per 15 minutes.
+    device_pairing_ttl_s: int = Field(default=600, ge=30, le=3600)
+    devices_per_person_max: int = Field(default=10, ge=1, le=1000)
+    pairings_per_address_max: int = Field(default=10, ge=1, le=1_000_000)
+    pairing_window_s: int = Field(default=60, ge=1, le=86_400)
+    pairing_wrong_codes_max: int = Field(default=5, ge=1, le=1000)
+
+    # Verified phone callers (docs/http.md#phones): how long a code lives, wrong tries that
+    # burn it, codes a person may ask for per hour, numbers a person may have.
+    phone_code_ttl_s: int = Field(default=600, ge=30, le=3600)
+    phone_wrong_codes_max: int = Field(default=5, ge=1, le=100)
+    phone_codes_per_person_per_hour_max: int = Field(default=5, ge=1, le=1000)
+    phones_per_person_max: int = Field(default=3, ge=1, le=100)
+    # Twilio: the auth token checks the voice webhook's signature (unset: the webhook answers
+    # 404); with the account SID and a sending number too, codes go out as text messages
+    # (unset: the offline twin writes them to the server's log).
+    twilio_auth_token: SecretStr | None = None
+    twilio_account_sid: str | None = None
+    twilio_from_number: str | None = None
+
     # The wallet: what a new person starts with (Rp 5,000), and the operator's API key
     # for POST /v1/admin/topups (the endpoint answers 404 while this is unset).
     signup_grant_micros: int = Field(default=5_000_000_000, ge=0, le=10**15)

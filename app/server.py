@@ -36,13 +36,18 @@ from app.turns import build_turns
 from app.voice import PRELOAD_JOIN_S, build_voice, call_elsewhere_on, end_calls, hear_calls_elsewhere, live_call_on
 from app.wallet import build_ledger
 from chat import (
+    REVOKED_CHANNEL,
+    Devices,
     EventHub,
     EventLog,
     Forgetting,
     Limits,
     LocalTokens,
+    LoggedPhoneCodes,
     Outbox,
     People,
+    Phones,
+    PhoneVerifier,
     Rate,
     Runs,
     Sessions,
@@ -51,6 +56,7 @@ from chat import (
     Tickets,
     TokenVerifier,
     Turns,
+    TwilioSms,
     Wallet,
     drain_detached,
     no_wakes,
@@ -59,7 +65,7 @@ from chat import (
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
-from web import ChatApi, EdgeLimits, WakeDoors, build_app
+from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, WakeDoors, build_app
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -100,6 +106,10 @@ class Services:
     preload: threading.Thread | None = None
     # What settles an outage's leftovers while the server runs (chat.recovery).
     sweeper: Sweeper | None = None
+    # Paired speakers (chat.devices).
+    devices: Devices | None = None
+    # Verified phone numbers (chat.phones).
+    phones: Phones | None = None
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
@@ -126,6 +136,76 @@ def build_identity(
     stack.callback(tokens.close)
     sessions = Sessions(tokens, pool)
     return sessions, FirebasePeople(tokens, sessions, people, on_signup=lambda person: wallet.grant_signup(person.id))
+
+
+def build_devices(
+    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, listener: Listener, voice: VoiceDoors
+) -> Devices:
+    """Paired speakers: their credentials, and every process ending a revoked device's live
+    call when the database says so (a missed notification is caught up by re-checking)."""
+    devices = Devices(
+        pool, pairing_ttl_s=settings.device_pairing_ttl_s, devices_per_person_max=settings.devices_per_person_max
+    )
+    voice.devices = devices
+    ending: set[asyncio.Task[None]] = set()
+
+    def revoked(device_id: str | None) -> None:
+        if device_id is None and not any(call.device_id for call in voice.registry.live()):
+            return  # (re)started listening with no device call to re-check
+        task = asyncio.create_task(voice.end_device_calls(device_id), name="device-revoked")
+        ending.add(task)
+        task.add_done_callback(ending.discard)
+
+    listener.watch(REVOKED_CHANNEL, revoked)
+
+    async def settle() -> None:
+        for task in list(ending):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    stack.push_async_callback(settle)
+    return devices
+
+
+def build_phones(
+    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, tickets: Tickets, voice: VoiceDoors
+) -> tuple[Phones, str]:
+    """Verified phone numbers, how their codes are sent (a text message through Twilio with
+    its credentials, the server's log otherwise), and Twilio's voice webhook over them."""
+    from voice import PhoneWebhook
+
+    token = settings.twilio_auth_token.get_secret_value() if settings.twilio_auth_token else None
+    sender: PhoneVerifier
+    if token and settings.twilio_account_sid and settings.twilio_from_number:
+        sms = TwilioSms(
+            account_sid=settings.twilio_account_sid,
+            auth_token=token,
+            from_number=settings.twilio_from_number,
+            timeout_s=settings.integration_timeout_s,
+        )
+        stack.push_async_callback(sms.close)
+        sender, adapter = sms, "TwilioSms"
+    else:
+        sender, adapter = LoggedPhoneCodes(), "LoggedPhoneCodes (the server's log)"
+    phones = Phones(
+        pool,
+        sender,
+        code_ttl_s=settings.phone_code_ttl_s,
+        wrong_codes_max=settings.phone_wrong_codes_max,
+        phones_per_person_max=settings.phones_per_person_max,
+    )
+
+    async def call_token(person_id: str) -> str:
+        return await tickets.issue(person_id, door="phone")
+
+    voice.phone_webhook = PhoneWebhook(
+        auth_token=token,
+        person_for=phones.person_for,
+        call_token=call_token,
+        first_call=phones.first_call,
+        public_base_url=settings.public_base_url,
+    )
+    return phones, adapter
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -248,6 +328,8 @@ async def bootstrap(
     voice, speech, preload = build_voice(
         settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
     )
+    devices = build_devices(settings, stack, pool=pool, listener=listener, voice=voice)
+    phones, phone_codes = build_phones(settings, stack, pool=pool, tickets=tickets, voice=voice)
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
@@ -270,6 +352,7 @@ async def bootstrap(
         **specialists.adapters(),
         "identity": "FirebaseTokens" if settings.firebase_project_id else "LocalTokens (revocable sessions)",
         "speech": speech,
+        "phone codes": phone_codes,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
     }
@@ -298,6 +381,8 @@ async def bootstrap(
         specialists=specialists,
         preload=preload,
         sweeper=sweeper,
+        devices=devices,
+        phones=phones,
     )
 
 
@@ -352,6 +437,14 @@ def serve_app(services: Services) -> FastAPI:
         wakes=wakes,
         connections=services.specialists.connections if services.specialists is not None else None,
         doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
+        devices=services.devices,
+        device_limits=DeviceLimits(
+            pairing_per_address=Rate(max=settings.pairings_per_address_max, window_s=settings.pairing_window_s),
+            wrong_codes_per_person=Rate(max=settings.pairing_wrong_codes_max, window_s=WRONG_CODES_WINDOW_S),
+        ),
+        phones=services.phones,
+        phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
+        request_time_max_s=settings.request_time_max_s,
         door_errors=(VoiceError,),
     )
 

@@ -12,7 +12,9 @@ every kind alike:
   token, signed by a key made here, its certificate served from loopback and cached by
   the SDK after the first fetch; a fresh token each time, as a first request pays, and the
   same token again, as a client's later requests pay), `Limits.hit` (one counting upsert, as a sign-in or a message
-  pays), `Limits.take` + `release` (a live-event stream's lease).
+  pays), `Limits.take` + `release` (a live-event stream's lease), `Devices.caller` (a
+  paired speaker's device token at the speaker door: one digest lookup, "last seen"
+  written at most once a minute).
 
 Target: verification and the limiter each cost <= 0.5 ms p50 per request (their own
 timings, and /v1/me over /healthz for verification with the person's row).
@@ -136,6 +138,12 @@ async def bench(url: str, source: str, rounds: int) -> str:
             signed = (await client.post("/v1/auth/local", json={"name": "Bench"})).json()
             token = signed["token"]
             headers = {"Authorization": f"Bearer {token}"}
+            pairing = (await client.post("/v1/devices/pairing")).json()
+            await client.post("/v1/devices/pair", json={"code": pairing["code"]}, headers=headers)
+            polled = await client.post("/v1/devices/pairing/poll", json={"poll_secret": pairing["poll_secret"]})
+            device_token = polled.json()["device_token"]
+            devices = services.devices
+            assert devices is not None
             limits = Limits(services.pool)
             rate = Rate(max=1_000_000_000, window_s=3600)
 
@@ -150,6 +158,9 @@ async def bench(url: str, source: str, rounds: int) -> str:
 
             async def sessions() -> None:
                 await services.sessions.verify(token)
+
+            async def device() -> None:
+                await devices.caller(device_token)
 
             async def hit() -> None:
                 await limits.hit("bench:hit", rate, what="bench hits")
@@ -171,6 +182,7 @@ async def bench(url: str, source: str, rounds: int) -> str:
                 "Sessions.verify (HMAC + signed-out lookup)": sessions,
                 "FirebaseTokens.verify, a new token (RS256, firebase-admin)": firebase_first,
                 "FirebaseTokens.verify, a token seen before": firebase,
+                "Devices.caller (a speaker's device token: one digest lookup)": device,
                 "Limits.hit (rate: one upsert)": hit,
                 "Limits.take + release (lease)": lease,
             }

@@ -9,15 +9,23 @@ builds it. Other packages import only what is listed here.
 
 from chat.blank import is_unkeepable
 from chat.detached import cancel_detached, detach, drain_detached, run_detached
+from chat.devices import POLL_INTERVAL_S, REVOKED_CHANNEL, Device, DeviceCaller, Devices, Pairing, is_device_token
 from chat.errors import (
     AdminDisabled,
     ChatError,
     DateInvalid,
     KnowledgeUnavailable,
     NotFound,
+    PairingCodeInvalid,
+    PhoneCodeInvalid,
+    PhoneDeliveryFailed,
+    PhoneNumberInvalid,
+    PhoneTaken,
     RateLimited,
     SignInDisabled,
     TimeZoneInvalid,
+    TooManyDevices,
+    TooManyPhones,
     TooManyStreams,
     Unauthorized,
 )
@@ -28,21 +36,28 @@ from chat.learning import Learning
 from chat.limits import Lease, Limits, Rate
 from chat.outbox import Outbox
 from chat.people import People, Person
+from chat.phones import LoggedPhoneCodes, PhoneNumber, Phones, PhoneVerifier, normalise_number
 from chat.ports import PeopleStore, PostgresEvents, RunStore, ThreadStore
 from chat.recovery import Sweeper, settle_crash
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
 from chat.turns import FactLookup, Turns
+from chat.twilio_sms import TwilioSms
 from chat.wakes import CallElsewhere, LiveCall, WakeRunner
 from chat.wallet import Wallet
 from chat.zones import parse_zone
 
 __all__ = [
+    "POLL_INTERVAL_S",
+    "REVOKED_CHANNEL",
     "AdminDisabled",
     "CallElsewhere",
     "ChatError",
     "DateInvalid",
+    "Device",
+    "DeviceCaller",
+    "Devices",
     "EventHub",
     "EventLog",
     "FactLookup",
@@ -53,12 +68,22 @@ __all__ = [
     "Limits",
     "LiveCall",
     "LocalTokens",
+    "LoggedPhoneCodes",
     "Message",
     "NotFound",
     "Outbox",
+    "Pairing",
+    "PairingCodeInvalid",
     "People",
     "PeopleStore",
     "Person",
+    "PhoneCodeInvalid",
+    "PhoneDeliveryFailed",
+    "PhoneNumber",
+    "PhoneNumberInvalid",
+    "PhoneTaken",
+    "PhoneVerifier",
+    "Phones",
     "PostgresEvents",
     "Rate",
     "RateLimited",
@@ -74,17 +99,22 @@ __all__ = [
     "Tickets",
     "TimeZoneInvalid",
     "TokenVerifier",
+    "TooManyDevices",
+    "TooManyPhones",
     "TooManyStreams",
     "Turns",
+    "TwilioSms",
     "Unauthorized",
     "WakeRunner",
     "Wallet",
     "cancel_detached",
     "detach",
     "drain_detached",
+    "is_device_token",
     "is_unkeepable",
     "mentions",
     "no_wakes",
+    "normalise_number",
     "parse_zone",
     "route",
     "run_detached",

@@ -78,3 +78,39 @@ class AdminDisabled(ChatError):
 
 class DateInvalid(ChatError):
     type = "date_invalid"
+
+
+class PairingCodeInvalid(ChatError):
+    """A pairing code that is malformed, wrong, used or expired: nothing was paired."""
+
+    type = "pairing_code_invalid"
+
+
+class TooManyDevices(ChatError):
+    type = "too_many_devices"
+
+
+class PhoneNumberInvalid(ChatError):
+    type = "phone_number_invalid"
+
+
+class PhoneCodeInvalid(ChatError):
+    """A phone verification code that is wrong, expired, used or burnt: nothing was verified."""
+
+    type = "phone_code_invalid"
+
+
+class PhoneTaken(ChatError):
+    """The number is verified on another account."""
+
+    type = "phone_taken"
+
+
+class TooManyPhones(ChatError):
+    type = "too_many_phones"
+
+
+class PhoneDeliveryFailed(ChatError):
+    """The code could not be sent to the number (the text-message provider refused or was away)."""
+
+    type = "phone_delivery_failed"

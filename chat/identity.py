@@ -35,9 +35,12 @@ INSERT INTO revoked_sessions (session_id, expires_at) VALUES ($1, $2) ON CONFLIC
 """
 _SWEEP_REVOKED_SQL = "DELETE FROM revoked_sessions WHERE expires_at < now()"
 _ISSUE_TICKET_SQL = """
-INSERT INTO door_tickets (ticket_sha256, person_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+INSERT INTO door_tickets (ticket_sha256, person_id, expires_at, door)
+VALUES ($1, $2, now() + make_interval(secs => $3), $4)
 """
-_REDEEM_TICKET_SQL = "DELETE FROM door_tickets WHERE ticket_sha256 = $1 RETURNING person_id, expires_at > now() AS live"
+_REDEEM_TICKET_SQL = """
+DELETE FROM door_tickets WHERE ticket_sha256 = $1 RETURNING person_id, expires_at > now() AS live, door
+"""
 _SWEEP_TICKETS_SQL = "DELETE FROM door_tickets WHERE expires_at < now()"
 
 
@@ -142,17 +145,20 @@ class Tickets:
         self._pool = pool
         self.ttl_s = ttl_s
 
-    async def issue(self, person_id: str) -> str:
+    async def issue(self, person_id: str, *, door: str = "any") -> str:
+        """A ticket for any door a client opens by URL, or (`door="phone"`) a phone call
+        token the phone webhook hands Twilio, good at the phone door only."""
         ticket = f"tkt_{secrets.token_urlsafe(24)}"
-        await self._pool.execute(_ISSUE_TICKET_SQL, _ticket_digest(ticket), person_id, self.ttl_s)
+        await self._pool.execute(_ISSUE_TICKET_SQL, _ticket_digest(ticket), person_id, self.ttl_s, door)
         return ticket
 
-    async def redeem(self, ticket: str) -> str:
-        """The person the ticket was issued to, once; raises `Unauthorized` otherwise."""
+    async def redeem(self, ticket: str, *, door: str = "any") -> str:
+        """The person the ticket was issued to, once, at a door it is good for; raises
+        `Unauthorized` otherwise (a ticket tried at the wrong door is spent all the same)."""
         if len(ticket) > TOKEN_CHARS_MAX or not ticket.startswith("tkt_"):
             raise Unauthorized("The ticket is not valid.")
         row = await self._pool.fetchrow(_REDEEM_TICKET_SQL, _ticket_digest(ticket))
-        if row is None or not row["live"]:
+        if row is None or not row["live"] or row["door"] not in ("any", door):
             raise Unauthorized("The ticket is not valid, was used, or expired; ask for another.")
         await self._pool.execute(_SWEEP_TICKETS_SQL)
         return str(row["person_id"])

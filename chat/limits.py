@@ -38,6 +38,10 @@ WITH hit AS (
 )
 SELECT hits, extract(epoch FROM ends_at - now())::float8 AS left_s FROM hit
 """
+_PEEK_SQL = """
+SELECT hits, extract(epoch FROM ends_at - now())::float8 AS left_s FROM limit_windows
+WHERE key = $1 AND window_at = to_timestamp(floor(extract(epoch FROM now()) / $2) * $2)
+"""
 _TAKE_SQL = "SELECT take_limit_lease($1, $2, $3, $4)"
 _RENEW_SQL = "UPDATE limit_leases SET expires_at = now() + make_interval(secs => $2) WHERE id = $1"
 _RELEASE_SQL = "DELETE FROM limit_leases WHERE id = $1"
@@ -95,6 +99,16 @@ class Limits:
         if self._hits % SWEEP_EVERY_HITS == 0:
             await self._pool.fetchval(_SWEEP_SQL)
         if row["hits"] > rate.max:
+            raise RateLimited(
+                f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
+                retry_after_s=max(1, math.ceil(row["left_s"])),
+            )
+
+    async def check(self, key: str, rate: Rate, *, what: str) -> None:
+        """Raise `RateLimited` if `key`'s window already holds `rate.max` hits, counting
+        nothing (for limits counted only on failure, such as wrong codes)."""
+        row = await self._pool.fetchrow(_PEEK_SQL, key, rate.window_s)
+        if row is not None and row["hits"] >= rate.max:
             raise RateLimited(
                 f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
                 retry_after_s=max(1, math.ceil(row["left_s"])),

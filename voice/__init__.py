@@ -9,6 +9,7 @@ from voice.call_slots import CallSlots
 from voice.calls import Call, CallLimits, CallRegistry
 from voice.doors import build_voice_router
 from voice.errors import VoiceError
+from voice.phone_webhook import PhoneWebhook, twilio_signature
 from voice.pipeline import Engines, TurnTiming
 from voice.shared import VoiceDoors
 from voice.webrtc import build_webrtc_router, end_webrtc_calls
@@ -19,10 +20,12 @@ __all__ = [
     "CallRegistry",
     "CallSlots",
     "Engines",
+    "PhoneWebhook",
     "TurnTiming",
     "VoiceDoors",
     "VoiceError",
     "build_voice_router",
     "build_webrtc_router",
     "end_webrtc_calls",
+    "twilio_signature",
 ]

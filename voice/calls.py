@@ -68,6 +68,9 @@ class Call:
     channel: str
     started_at: float = field(default_factory=time.monotonic)
     end_reason: str | None = None
+    # The paired device the call came through (speaker door, device token); its
+    # revocation ends the call (docs/sockets.md#authentication).
+    device_id: str | None = None
     # Set by the call's session once it runs: how to end it from outside (a shutdown),
     # with a goodbye (`ender`) or at once (`cutter`).
     ender: CallEnder | None = None

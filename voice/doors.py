@@ -46,9 +46,10 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
     async def speaker(websocket: WebSocket) -> None:
         await websocket.accept()
         try:
-            person = await doors.person_for(_token(websocket), ticket=websocket.query_params.get("ticket"))
-            if person is None:
+            caller = await doors.speaker_caller(_token(websocket), ticket=websocket.query_params.get("ticket"))
+            if caller is None:
                 raise Unauthorized("A valid bearer token is required.")
+            person, device_id = caller
             try:
                 async with asyncio.timeout(doors.limits.start_timeout_s):
                     first = await websocket.receive()
@@ -63,6 +64,7 @@ def build_voice_router(doors: VoiceDoors) -> APIRouter:
                 await doors.guard(person)
             zone = start.time_zone or parse_zone(person.time_zone)
             async with doors.registry.claim_everywhere(person, "voice") as call:
+                call.device_id = device_id
                 await websocket.send_json({"type": "ready", "call_id": call.id, "sample_rate": start.sample_rate})
                 await _run_speaker_call(doors, websocket, call, start.sample_rate, zone)
         except DOMAIN_ERRORS as exc:

@@ -47,7 +47,10 @@ CLOSE_CODES: dict[str, int] = {
 INTERNAL_CLOSE = 1011
 
 # How a call that ends for a reason closes its socket (docs/sockets.md#hang-up-reasons): 1000 unless named here.
-HANGUP_CLOSE_CODES: dict[str, int] = {"wallet_empty": 4402}
+HANGUP_CLOSE_CODES: dict[str, int] = {"wallet_empty": 4402, "device_revoked": 4401}
+# Reasons a call is cut for, with no goodbye to drain: the door sends the `hangup` event
+# itself, just before it closes.
+HANGUP_ON_CLOSE: frozenset[str] = frozenset({"device_revoked"})
 # The hang-up reason an error ends a live call with; an error not named here lets the call go on.
 HANGUP_REASONS: dict[str, str] = {"insufficient_balance": "wallet_empty"}
 

@@ -52,3 +52,21 @@ class CallNotFound(VoiceError):
 
 class OfferInvalid(VoiceError):
     type = "offer_invalid"
+
+
+class SignatureInvalid(VoiceError):
+    """A phone webhook request Twilio did not sign (or signed for another URL or body)."""
+
+    type = "twilio_signature_invalid"
+
+
+class PhoneWebhookDisabled(VoiceError):
+    """The phone webhook is off: no Twilio auth token is configured to check requests with."""
+
+    type = "phone_webhook_disabled"
+
+
+class WebhookReplayed(VoiceError):
+    """A signed phone webhook request for a call already answered (or naming no call)."""
+
+    type = "webhook_replayed"

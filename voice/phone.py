@@ -8,10 +8,12 @@ every 20 ms, `dtmf` on a keypress, and `stop` when the call's stream ends. We re
 `TwilioFrameSerializer` and run the same pipeline as every other door, with the turns
 in the `phone` channel.
 
-The caller is identified by a per-person phone link: for now the person's session token
-as a `<Parameter name="token">` (or `?token=` on the URL, for bridges that can set one;
-Twilio's own `<Stream>` URL does not carry a query string), or a single-use door ticket
-(`<Parameter name="ticket">`, from `POST /v1/tickets`), which names no session once used. Twilio has no error channel,
+The caller is identified by the number they call from: Twilio's webhook
+(`voice.phone_webhook`) finds the person who verified that number and hands Twilio a
+short-lived, single-use call token as `<Parameter name="call_token">`, good at this door
+only. Bridges of our own may instead send a single-use door ticket (`<Parameter
+name="ticket">`, from `POST /v1/tickets`) or a person's token (`<Parameter name="token">`,
+or `?token=` on the URL; Twilio's own `<Stream>` URL carries no query string). Twilio has no error channel,
 so a refusal is the speaker's error event (which Twilio ignores; other bridges may read it),
 the close code and a log line, from the same translator as the speaker door
 (`voice.edge.refuse`): 4401 bad or missing token, 4402 empty wallet, 4409 / 1013 no call
@@ -52,6 +54,7 @@ from chat import Person, Unauthorized, parse_zone
 from voice.calls import Call, CallLimits
 from voice.edge import DOMAIN_ERRORS, HANGUP_CLOSE_CODES, parse_frame, refuse
 from voice.errors import ProtocolViolation, UnsupportedFormat, VoiceError
+from voice.phone_webhook import add_incoming_route
 from voice.session import CallSession
 from voice.shared import VoiceDoors
 from voice.speaker import PIPELINE_RATE_IN
@@ -189,7 +192,8 @@ class PhoneSocket:
 
 
 def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCredentials | None = None) -> None:
-    """Mount `WS /phone` on the voice router."""
+    """Mount `WS /phone` and Twilio's webhook, `POST /phone/incoming`, on the voice router."""
+    add_incoming_route(router, doors.phone_webhook)
 
     @router.websocket("/phone")
     async def phone(websocket: WebSocket) -> None:
@@ -218,9 +222,14 @@ async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, 
         raise ProtocolViolation("No start event arrived in time.") from exc
     if stream is None:
         return None
+    # The phone webhook's call token first (a verified caller); then, for bridges of our
+    # own, a door ticket or a person's token.
     person = await doors.person_for(
         stream.parameters.get("token") or websocket.query_params.get("token"),
-        ticket=stream.parameters.get("ticket") or websocket.query_params.get("ticket"),
+        ticket=stream.parameters.get("call_token")
+        or stream.parameters.get("ticket")
+        or websocket.query_params.get("ticket"),
+        door="phone",
     )
     if person is None:
         raise Unauthorized("The phone link carries no valid token.")

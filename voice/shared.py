@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from pipecat.processors.frame_processor import FrameProcessor
 
-from chat import ChatError, People, Person, Tickets, TokenVerifier, Turns
+from chat import ChatError, Devices, People, Person, Tickets, TokenVerifier, Turns, is_device_token
 from ledger import VoiceUsage
 from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
+from voice.phone_webhook import PhoneWebhook
 from voice.pipeline import Engines, TurnTiming
 from voice.usage import UsageMeter
 
@@ -42,6 +43,10 @@ class VoiceDoors:
     bill: VoiceBill | None = None
     # Single-use tickets a speaker may open its socket with instead of a token in the URL.
     tickets: Tickets | None = None
+    # Paired speakers: a device token opens the speaker door (and nothing else).
+    devices: Devices | None = None
+    # Twilio's voice webhook: verified callers are connected, others refused (None: off).
+    phone_webhook: PhoneWebhook | None = None
     # What the call limits measure time with (tests move a clock by hand).
     clock: Clock = field(default_factory=MonotonicClock)
     registry: CallRegistry = field(init=False)
@@ -60,17 +65,49 @@ class VoiceDoors:
 
         return [UsageMeter(charge)]
 
-    async def person_for(self, token: str | None, *, ticket: str | None = None) -> Person | None:
-        """The person a bearer token (or else a door ticket, used up here) names; None for
-        anything else."""
+    async def person_for(self, token: str | None, *, ticket: str | None = None, door: str = "any") -> Person | None:
+        """The person a bearer token (or else a door ticket good for `door`, used up here)
+        names; None for anything else."""
         try:
             if token:
                 return await self.people.get(await self.verifier.verify(token))
             if ticket and self.tickets is not None:
-                return await self.people.get(await self.tickets.redeem(ticket))
+                return await self.people.get(await self.tickets.redeem(ticket, door=door))
         except ChatError:
             return None
         return None
+
+    async def speaker_caller(self, token: str | None, *, ticket: str | None = None) -> tuple[Person, str | None] | None:
+        """Who is at the speaker door: a paired device's person and its id, or a person
+        by token or ticket (no device); None for anything else."""
+        if token and is_device_token(token):
+            if self.devices is None:
+                return None
+            try:
+                caller = await self.devices.caller(token)
+            except ChatError:
+                return None
+            person = await self.people.get(caller.person_id)
+            return None if person is None else (person, caller.device_id)
+        person = await self.person_for(token, ticket=ticket)
+        return None if person is None else (person, None)
+
+    async def end_device_calls(self, device_id: str | None) -> None:
+        """End the live call of a device that was revoked (None: re-check every device
+        call against the database, after a notification may have been missed). The call
+        hangs up at once with `device_revoked` and closes 4401."""
+        for call in self.registry.live():
+            if call.device_id is None or call.end_reason is not None:
+                continue
+            if device_id is not None and call.device_id != device_id:
+                continue
+            if device_id is None and (self.devices is None or await self.devices.paired(call.device_id)):
+                continue
+            log.info("device revoked: ending its call", extra={"call": call.id})
+            call.end_reason = "device_revoked"
+            if call.cutter is not None:
+                with contextlib.suppress(Exception):
+                    await call.cutter()
 
     async def end_all_calls(self, *, reason: str, timeout_s: float) -> None:
         """End every live call of this process, on every door: Ava says a short goodbye

@@ -35,7 +35,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from chat import TimeZoneInvalid
 from voice.calls import Call, CallLimits
-from voice.edge import HANGUP_CLOSE_CODES, parse_frame, refuse
+from voice.edge import HANGUP_CLOSE_CODES, HANGUP_ON_CLOSE, parse_frame, refuse
 from voice.errors import FrameTooLarge, ProtocolViolation, UnsupportedFormat, VoiceError
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,9 @@ class GuardedSocket:
         code = HANGUP_CLOSE_CODES.get(self._call.end_reason or "", code)
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
             if self._websocket.application_state == WebSocketState.CONNECTED:
+                if self._call.end_reason in HANGUP_ON_CLOSE:
+                    # A cut call drained no EndFrame, so no `hangup` went out: say why here.
+                    await self._websocket.send_text(json.dumps({"type": "hangup", "reason": self._call.end_reason}))
                 await self._websocket.close(code=code, reason=reason)
 
     async def receive(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ door. Other packages import only what is listed here.
 
 from web.api import ChatApi, EdgeLimits, build_router
 from web.app import WakeDoors, build_app
+from web.devices import WRONG_CODES_WINDOW_S, DeviceLimits, build_devices_router
 from web.edge import (
     DATABASE_GONE,
     HTTP_STATUS,
@@ -32,13 +33,16 @@ from web.wallet import build_wallet_router
 __all__ = [
     "DATABASE_GONE",
     "HTTP_STATUS",
+    "WRONG_CODES_WINDOW_S",
     "BodyLimit",
     "ChatApi",
+    "DeviceLimits",
     "EdgeLimits",
     "KeepableStr",
     "WakeDoors",
     "build_app",
     "build_callback_router",
+    "build_devices_router",
     "build_integrations_router",
     "build_knowledge_router",
     "build_reminders_router",

@@ -20,13 +20,15 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from agents import Connections, Knowledge, LinkError
-from chat import ChatError, Forgetting, Wallet
+from chat import ChatError, Devices, Forgetting, Phones, Rate, Wallet
 from ledger import LedgerError
 from reminders import CallbackGate, Delivery, ReminderError, Reminders
 from web.api import ChatApi, build_router
+from web.devices import DeviceLimits, build_devices_router
 from web.edge import (
     DATABASE_GONE,
     BodyLimit,
+    RequestTimeLimit,
     on_chat_error,
     on_database_gone,
     on_domain_error,
@@ -40,6 +42,7 @@ from web.edge import (
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
 from web.pages import build_pages_router
+from web.phones import build_phones_router
 from web.redaction import redact_access_log
 from web.reminders import build_callback_router, build_reminders_router
 from web.wallet import build_wallet_router
@@ -67,6 +70,11 @@ def build_app(
     connections: Connections | None,
     doors: Sequence[APIRouter] = (),
     door_errors: Sequence[type[Exception]] = (),
+    devices: Devices | None = None,
+    device_limits: DeviceLimits | None = None,
+    phones: Phones | None = None,
+    phone_codes_per_person: Rate | None = None,
+    request_time_max_s: float | None = None,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -86,6 +94,11 @@ def build_app(
     if wakes is not None:
         app.include_router(build_reminders_router(api, wakes.reminders))
         app.include_router(build_callback_router(wakes.reminders, wakes.delivery, wakes.gate))
+    if devices is not None and device_limits is not None:
+        app.include_router(build_devices_router(api, devices, device_limits))
+    if phones is not None:
+        codes = phone_codes_per_person or Rate(max=5, window_s=3600)
+        app.include_router(build_phones_router(api, phones, codes_per_person=codes))
     for door in doors:
         app.include_router(door)
     if connections is not None:
@@ -103,6 +116,8 @@ def build_app(
         app.add_exception_handler(gone, on_database_gone)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(BodyLimit)
+    if request_time_max_s is not None:
+        app.add_middleware(RequestTimeLimit, seconds=request_time_max_s)
     redact_access_log()  # credentials some clients must put in URLs never reach the log
 
     @app.get("/healthz", tags=["operations"])

@@ -9,6 +9,7 @@ echoing input back; anything unexpected is a bare `internal_error` with no inter
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from typing import Any
@@ -32,6 +33,7 @@ _DESCRIPTIONS = {
     400: "Malformed request (bad JSON, unknown time zone, unusable offer)",
     401: "Missing, expired or wrong bearer token",
     402: "The wallet is empty",
+    403: "Not signed by the expected sender",
     404: "Not found (or not yours)",
     409: "Conflicts with what is already there",
     413: "The request body is too large",
@@ -73,11 +75,19 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "time_zone_invalid": (400, "Unknown time zone"),
     "date_invalid": (422, "The date is out of range"),
     "thread_busy": (503, "Your thread is busy with another request"),
+    "request_timeout": (503, "The request took too long"),
     "knowledge_unavailable": (503, "Memory is not reachable right now"),
     "too_many_streams": (429, "Too many live connections"),
     "rate_limited": (429, "Too many requests; retry after the Retry-After seconds"),
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),
+    "pairing_code_invalid": (400, "No speaker is waiting with that code"),
+    "too_many_devices": (409, "Too many paired devices"),
+    "phone_number_invalid": (422, "The phone number is not valid"),
+    "phone_code_invalid": (400, "The code is wrong, used or expired"),
+    "phone_taken": (409, "The number is verified on another account"),
+    "too_many_phones": (409, "Too many phone numbers"),
+    "phone_delivery_failed": (503, "The code could not be sent"),
     # ledger
     "insufficient_balance": (402, "The wallet is empty"),
     "ref_conflict": (409, "This ref was already used for a different amount"),
@@ -95,6 +105,9 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "bad_json": (400, "The body is not valid JSON"),
     "unsupported_format": (415, "The media format is not supported"),
     "frame_too_large": (413, "The frame is too large"),
+    "twilio_signature_invalid": (403, "The request is not signed by Twilio"),
+    "phone_webhook_disabled": (404, "The phone webhook is not configured"),
+    "webhook_replayed": (409, "This call was already answered"),
     # reminders
     "time_invalid": (422, "The time is not valid"),
     "time_in_past": (422, "That time has passed"),
@@ -261,3 +274,45 @@ class BodyLimit:
             f"A request body holds at most {self.bytes_max} bytes.",
         )
         await response(scope, receive, send)
+
+
+class RequestTimeLimit:
+    """Answers a request that has not begun its response within `seconds` with 503
+    `request_timeout` (and `Retry-After`), so no client waits on an answer forever and no
+    handler holds its resources past the limit (docs/http.md#limits).
+
+    The clock stops once the response has started: a live-event stream runs as long as
+    it is open. A turn the request was waiting for is not cut: it runs detached and is
+    answered to a retry with the same `client_id` (docs/http.md#idempotency)."""
+
+    def __init__(self, app: ASGIApp, *, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                deadline.reschedule(None)
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.seconds) as deadline:
+                await self.app(scope, receive, watched)
+        except TimeoutError:
+            if started:
+                raise
+            log.warning("request over %.0f s: %s %s", self.seconds, scope.get("method"), scope.get("path"))
+            response = problem(
+                503,
+                "request_timeout",
+                "The request took too long",
+                f"No answer within {self.seconds:g} s; try again (with the same client_id, for a message).",
+            )
+            await response(scope, receive, send)

@@ -150,3 +150,35 @@ async def test_every_id_or_cursor_route_as_a_second_person_is_404_or_their_own(a
     notes = (await app.client.get("/v1/reminders", headers=first_headers)).json()["upcoming"]
     assert [n["id"] for n in notes] == first["note_ids"]
     assert {"DELETE /v1/reminders/{note_id}", "GET /v1/messages", "POST /v1/messages"} <= set(tried), tried
+
+
+# Routes no person's token opens (a speaker asking to pair, its poll, Twilio's signed
+# webhook): their own tests prove what they take.
+NOBODYS = ("/v1/devices/pairing", "/v1/voice/phone/incoming", "/healthz", "/readyz", "/v1/auth/local")
+
+
+async def test_a_paired_speakers_device_token_reaches_no_route_of_its_person(app: App) -> None:
+    """A device token is good at the speaker socket only: as a device, every route of the
+    document, holding its own person's ids, is 401 and answers nothing of theirs."""
+    headers = await app.sign_in("Budi")
+    first = await first_persons_world(app, headers)
+    pairing = (await app.client.post("/v1/devices/pairing")).json()
+    assert (await app.client.post("/v1/devices/pair", json={"code": pairing["code"]}, headers=headers)).is_success
+    polled = (await app.client.post("/v1/devices/pairing/poll", json={"poll_secret": pairing["poll_secret"]})).json()
+    device = {"Authorization": f"Bearer {polled['device_token']}"}
+    tried = []
+    for method, path, operation in operations(app):
+        if path.startswith(NOBODYS):
+            continue
+        in_path = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
+        values = first["ids"] if in_path else [""]
+        for value in values:
+            url = path
+            for name in in_path:
+                url = url.replace("{" + name + "}", value)
+            response = await app.client.request(method, url, headers=device, json={})
+            label = f"{method} {url}"
+            assert response.status_code in (401, 404), f"{label}: {response.status_code} {response.text[:200]}"
+            assert_nothing_of(first, response, label)
+        tried.append(f"{method} {path}")
+    assert {"GET /v1/messages", "GET /v1/devices", "DELETE /v1/devices/{device_id}", "POST /v1/tickets"} <= set(tried)

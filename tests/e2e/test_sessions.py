@@ -138,6 +138,18 @@ async def test_no_credential_this_test_issues_reaches_the_log(app: App, caplog: 
             assert (await client.post("/v1/messages", json={"text": "hello"}, headers=auth)).status_code == 200
             assert (await client.post("/v1/auth/sign-out", headers=auth)).status_code == 204
             await client.get("/v1/events", params={"access_token": token})  # refused, and logged as refused
+        # A paired speaker: its poll secret and device token, the latter also in a URL.
+        owner_token = (await client.post("/v1/auth/local", json={"name": "Dewi"})).json()["token"]
+        owner = {"Authorization": f"Bearer {owner_token}"}
+        issued.append(owner_token)
+        pairing = (await client.post("/v1/devices/pairing")).json()
+        issued += [pairing["poll_secret"], pairing["code"], pairing["code"].replace("-", "")]
+        assert (await client.post("/v1/devices/pair", json={"code": pairing["code"]}, headers=owner)).is_success
+        polled = await client.post("/v1/devices/pairing/poll", json={"poll_secret": pairing["poll_secret"]})
+        device_token = polled.json()["device_token"]
+        issued.append(device_token)
+        ws = url.replace("http://", "ws://") + "/v1/voice/speaker"
+        await speaker_answer(f"{ws}?token={device_token}")
     # Everything the server process logged; the test's own clients (httpx, websockets) log
     # the URLs they were given, which is the client's business, not the server's log.
     clients = ("httpx", "httpcore", "websockets.client")

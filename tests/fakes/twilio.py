@@ -117,3 +117,43 @@ async def wait_for(heard: Heard, predicate: Callable[[Heard], bool], *, timeout_
     async with asyncio.timeout(timeout_s):
         while not predicate(heard):
             await asyncio.sleep(0.05)
+
+
+class FakeTwilioMessages:
+    """Twilio's Messages API as `chat.twilio_sms` uses it (docs/http.md#phones), stateful:
+    `POST /2010-04-01/Accounts/{sid}/Messages.json` with HTTP basic auth (the account SID
+    and auth token) and form fields `To`, `From`, `Body` answers 201 with the message
+    resource and keeps the message in `inbox`; wrong credentials are 401 (Twilio's error
+    20003), a `To` that is no E.164 number is 400 (error 21211). An ASGI app: serve it, or
+    hand it to httpx as a transport."""
+
+    def __init__(self, account_sid: str, auth_token: str) -> None:
+        self.account_sid = account_sid
+        self.auth_token = auth_token
+        self.inbox: dict[str, list[str]] = {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Any], send: Callable[[Any], Any]) -> None:
+        from urllib.parse import parse_qs
+
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+
+        request = Request(scope, receive)
+        expected = "Basic " + base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
+        path = f"/2010-04-01/Accounts/{self.account_sid}/Messages.json"
+        if request.method != "POST" or request.url.path != path:
+            response = JSONResponse({"code": 20404, "message": "The requested resource was not found"}, 404)
+        elif request.headers.get("authorization") != expected:
+            response = JSONResponse({"code": 20003, "message": "Authentication Error"}, 401)
+        else:
+            form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+            to = form.get("To", "")
+            if not (to.startswith("+") and to[1:].isdigit()):
+                response = JSONResponse({"code": 21211, "message": f"Invalid 'To' Phone Number: {to}"}, 400)
+            else:
+                self.inbox.setdefault(to, []).append(form.get("Body", ""))
+                sid = f"SM{len(self.inbox[to]):032d}"
+                response = JSONResponse(
+                    {"sid": sid, "to": to, "from": form.get("From"), "body": form.get("Body"), "status": "queued"}, 201
+                )
+        await response(scope, receive, send)

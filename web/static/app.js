@@ -9,13 +9,14 @@ import { clear, clearAll, notice } from "./notices.js";
 import { Thread } from "./thread.js";
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = ["chat", "call", "notes", "wallet", "memory", "links", "forget"];
+const VIEWS = ["chat", "call", "notes", "wallet", "memory", "links", "devices", "forget"];
 const LOADERS = {
   call: () => import("./call.js"),
   notes: () => import("./notes.js"),
   wallet: () => import("./wallet.js"),
   memory: () => import("./memory.js"),
   links: () => import("./links.js"),
+  devices: () => import("./devices.js"),
   forget: () => import("./forget.js"),
 };
 
