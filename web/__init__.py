@@ -7,7 +7,7 @@ doors (voice) use its problem helpers, so a client meets one error vocabulary at
 door. Other packages import only what is listed here.
 """
 
-from web.api import ChatApi, EdgeLimits, build_router
+from web.api import ChatApi, EdgeLimits, FirebaseWeb, build_router
 from web.app import WakeDoors, build_app
 from web.edge import (
     DATABASE_GONE,
@@ -35,6 +35,7 @@ __all__ = [
     "BodyLimit",
     "ChatApi",
     "EdgeLimits",
+    "FirebaseWeb",
     "KeepableStr",
     "WakeDoors",
     "build_app",
