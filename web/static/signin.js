@@ -87,8 +87,8 @@ function failed(error) {
 }
 
 function showFirebase(start) {
-  $("signin-form").hidden = true;
   $("firebase-signin").hidden = false;
+  performance.mark("avagenc:signin-ready");
   if (!config.api_key) {
     notice("signin", "This server signs people in with Firebase, but its web API key is not set (FIREBASE_API_KEY).");
     return;
@@ -166,6 +166,8 @@ async function finishGoogle(start) {
 }
 
 function showLocal(start) {
+  $("signin-form").hidden = false; // shown only once it can be answered
+  performance.mark("avagenc:signin-ready"); // read by the speed figures
   $("signin-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
@@ -179,7 +181,8 @@ function showLocal(start) {
   });
 }
 
-// Shows the sign-in the server offers (local by name when it cannot say), keeps a Firebase
+// Shows the sign-in the server offers (local by name when it cannot say; neither form is
+// shown before, so nothing typed early goes unanswered), keeps a Firebase
 // token fresh, and finishes a Google sign-in the browser came back from.
 export async function prepareSignIn(start) {
   const methods = await api("GET", "/v1/auth/methods").catch(() => ({ local: true, firebase: null }));
