@@ -171,6 +171,17 @@ async def test_the_api_docs_render_with_no_internet(web: WebApp) -> None:
     await web.screenshot("docs")
 
 
+async def test_signing_out_ends_the_session_on_the_server(web: WebApp) -> None:
+    await web.sign_in("Gita")
+    token = await web.page.evaluate("localStorage.getItem('avagenc.token')")
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await web.app.client.get("/v1/me", headers=headers)).status_code == 200
+    await web.page.click("#signout")
+    await web.page.wait_for_selector("#signin-form:not([hidden])")
+    assert await web.page.evaluate("localStorage.getItem('avagenc.token')") is None
+    assert (await web.app.client.get("/v1/me", headers=headers)).status_code == 401, "not just forgotten: ended"
+
+
 async def test_the_sign_in_and_call_views_pass_the_scan(web: WebApp) -> None:
     await web.page.goto(web.url + "/")
     await web.page.evaluate("localStorage.clear()")

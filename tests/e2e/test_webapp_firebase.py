@@ -83,9 +83,13 @@ async def test_an_account_made_with_a_password_chats_signs_out_and_comes_back_to
     await page.press("#text", "Enter")
     await page.wait_for_selector("#thread li[data-author='zee']", timeout=30_000)
 
+    token = await page.evaluate("localStorage.getItem('avagenc.token')")
+    assert (await web.app.client.get("/v1/me", headers={"Authorization": f"Bearer {token}"})).status_code == 200
     await page.click("#signout")
     await page.wait_for_selector("#firebase-signin:not([hidden])")
     assert await page.evaluate("localStorage.length") == 0, "no token or refresh token is kept"
+    signed_out_token = await web.app.client.get("/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert signed_out_token.status_code == 401, "signing out ended the session on the server too"
     await page.fill("#email", "budi@example.com")
     await page.fill("#password", "wrong-password")
     await page.press("#password", "Enter")
