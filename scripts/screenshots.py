@@ -7,6 +7,9 @@ server on the offline model under a real uvicorn on 127.0.0.1, and the browser. 
 are reduced to a small palette so the repository stays light (docs/screenshots/).
 
     .venv/bin/python -m scripts.screenshots            # writes docs/screenshots/*.png
+
+The Firebase sign-in page is taken against the offline Firebase Auth twin the browser tests
+use (tests/fakes/firebase_auth.py).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from app.server import running
 from database import EmbeddedPostgres
 from tests.conftest import offline_settings
 from tests.fakes.browser import CHROMIUM_ARGS, installed_chromium
+from tests.fakes.firebase_auth import firebase_auth_twin
 from tests.fakes.servers import serve_in_process
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
@@ -139,6 +143,32 @@ async def take(database_url: str, folder: Path) -> None:
         await browser.close()
 
 
+async def take_firebase(database_url: str, folder: Path) -> None:
+    """The sign-in page of a server configured for Firebase, against the offline twin."""
+    async with firebase_auth_twin("avagenc-screens", "web-key") as (_, twin_url):
+        settings = offline_settings(database_url, folder).model_copy(
+            update={
+                "firebase_project_id": "avagenc-screens",
+                "firebase_api_key": "web-key",
+                "firebase_auth_url": twin_url,
+                "firebase_token_url": twin_url,
+                "firebase_certs_url": f"{twin_url}/certs",
+            }
+        )
+        async with (
+            running(settings) as (_, app),
+            serve_in_process(app) as base,
+            async_playwright() as playwright,
+        ):
+            browser = await playwright.chromium.launch(executable_path=installed_chromium(), args=CHROMIUM_ARGS)
+            page = await browser.new_page(viewport=DESK)
+            await page.goto(base + "/")
+            await page.click("#signup summary")
+            await page.wait_for_selector("#signup-name")
+            await shoot(page, "sign-in-firebase")
+            await browser.close()
+
+
 def main() -> None:
     url = os.environ.get("DATABASE_URL")
     embedded: EmbeddedPostgres | None = None
@@ -148,6 +178,7 @@ def main() -> None:
         url = embedded.start()
     try:
         asyncio.run(take(url, folder))
+        asyncio.run(take_firebase(url, folder))
     finally:
         if embedded is not None:
             embedded.stop()
