@@ -65,9 +65,13 @@ async def make_account(web: WebApp, name: str, email: str, password: str) -> Non
     await web.page.wait_for_selector("body[data-ready='true']", timeout=15_000)
 
 
-async def test_the_page_offers_firebase_not_a_typed_name_and_passes_the_scan(web: WebApp) -> None:
+async def test_the_page_offers_firebase_not_a_typed_name_and_passes_the_scan(
+    web: WebApp, twin: tuple[FirebaseAuthTwin, str]
+) -> None:
     await signed_out(web)
     assert await web.page.is_hidden("#signin-form"), "local sign-in is off where Firebase signs people in"
+    policy = (await web.app.client.get("/")).headers["content-security-policy"]
+    assert policy.endswith(f"connect-src 'self' {twin[1]}"), "the page may reach Firebase's services, no more"
     assert await web.page.is_visible("#email") and await web.page.is_visible("#google")
     results = await Axe().run(web.page)
     serious = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
@@ -122,6 +126,20 @@ async def test_google_sign_in_goes_round_the_redirect_and_lands_signed_in(
     await web.page.wait_for_selector("body[data-ready='true']", timeout=15_000)
     assert twin[0].google_name in (await web.page.text_content("#me") or "")
     assert web.page.url == web.url + "/", "the callback's code and state are gone from the address"
+
+
+async def test_google_sign_in_cancelled_on_googles_page_says_so(
+    web: WebApp, twin: tuple[FirebaseAuthTwin, str]
+) -> None:
+    twin[0].google_declines = True
+    try:
+        await signed_out(web)
+        await web.page.click("#google")
+        await web.page.wait_for_selector("#notices li:has-text('Signing in with Google was cancelled')")
+        assert await web.page.is_visible("#google"), "the person can try again"
+        assert web.page.url == web.url + "/"
+    finally:
+        twin[0].google_declines = False
 
 
 async def test_a_token_near_its_expiry_is_renewed_before_use_and_the_stream_stays_live(

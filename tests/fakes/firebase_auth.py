@@ -49,6 +49,7 @@ class FirebaseAuthTwin:
     google_name: str = "Siti Google"
     google_email: str = "siti@example.com"
     token_lifetime_s: int = 3600
+    google_declines: bool = False  # the person presses Cancel on Google's consent page
     accounts: dict[str, Account] = field(default_factory=dict)  # by uid
     refreshes: int = 0
     _key: bytes = b""
@@ -166,7 +167,12 @@ class FirebaseAuthTwin:
 
         @app.get("/o/oauth2/auth")
         async def consent(redirect_uri: str, state: str) -> Response:
-            # Google's account chooser, for a person already signed in who already agreed.
+            # Google's account chooser, for a person already signed in who already agreed
+            # (or who cancels: Google sends back an error instead of a code).
+            if twin.google_declines:
+                return RedirectResponse(
+                    f"{redirect_uri}?{urlencode({'state': state, 'error': 'access_denied'})}", status_code=302
+                )
             code = secrets.token_urlsafe(16)
             twin._codes[code] = state
             return RedirectResponse(f"{redirect_uri}?{urlencode({'state': state, 'code': code})}", status_code=302)

@@ -146,10 +146,11 @@ function showFirebase(start) {
 // session it began, and answers with the ID token.
 async function finishGoogle(start) {
   const requestUri = location.href;
+  const declined = new URLSearchParams(location.search).has("error");
   history.replaceState(null, "", "/");
   const sessionId = sessionStorage.getItem(IDP_KEY);
   sessionStorage.removeItem(IDP_KEY);
-  if (!sessionId || new URLSearchParams(location.search).has("error")) {
+  if (!sessionId || declined) {
     notice("signin", "Signing in with Google was cancelled.");
     return;
   }
