@@ -46,7 +46,7 @@ def test_firebase_sign_in_services_are_origins_and_its_methods_known_ones(monkey
     with pytest.raises(ValidationError, match="firebase_auth_url"):
         Settings(_env_file=None, firebase_auth_url="https://identitytoolkit.googleapis.com/v1")  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="firebase_providers"):
-        Settings(_env_file=None, firebase_providers=["facebook.com"])  # type: ignore[call-arg]
+        Settings(_env_file=None, firebase_providers=["facebook.com"])  # type: ignore[call-arg, list-item]
     monkeypatch.setenv("FIREBASE_PROVIDERS", '["password"]')
     monkeypatch.setenv("FIREBASE_AUTH_URL", "http://127.0.0.1:9099")
     configured = Settings(_env_file=None)  # type: ignore[call-arg]
