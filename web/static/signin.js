@@ -90,6 +90,8 @@ function showFirebase(start) {
   $("firebase-signin").hidden = false;
   performance.mark("avagenc:signin-ready");
   if (!config.api_key) {
+    $("firebase-password").hidden = true;
+    $("google").hidden = true;
     notice("signin", "This server signs people in with Firebase, but its web API key is not set (FIREBASE_API_KEY).");
     return;
   }
