@@ -26,6 +26,10 @@ def _is_loopback(host: str) -> bool:
         return False  # a name other than localhost may resolve anywhere
 
 
+# The Firebase sign-in methods the web app knows how to offer (docs/webapp.md#firebase-sign-in).
+FirebaseProvider = Literal["password", "google.com"]
+
+
 class Settings(BaseSettings):
     """Configuration from the environment (or a `.env` file in the working directory)."""
 
@@ -56,6 +60,16 @@ class Settings(BaseSettings):
     firebase_project_id: str | None = Field(default=None, min_length=1, max_length=100)
     # Where Google's ID token certificates are fetched (a mirror; the tests serve their own).
     firebase_certs_url: str | None = None
+    # What the web app signs in with (docs/webapp.md#firebase-sign-in): the project's web
+    # API key (public by design: it names the project to Google's sign-in API), the two
+    # REST services' addresses (the tests point them at an offline twin), and which of
+    # Firebase's sign-in methods the app offers.
+    firebase_api_key: str | None = Field(default=None, min_length=1, max_length=200)
+    firebase_auth_url: str = Field(default="https://identitytoolkit.googleapis.com", pattern=r"^https?://[^/?#]+$")
+    firebase_token_url: str = Field(default="https://securetoken.googleapis.com", pattern=r"^https?://[^/?#]+$")
+    firebase_providers: list[FirebaseProvider] = Field(
+        default_factory=lambda: list[FirebaseProvider](["password", "google.com"]), min_length=1, max_length=2
+    )
 
     # The person's zone when a request carries no `time-zone` header and none is stored.
     default_time_zone: str = "UTC"

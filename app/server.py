@@ -65,7 +65,7 @@ from chat import (
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
-from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, WakeDoors, build_app
+from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, FirebaseWeb, WakeDoors, build_app
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -386,6 +386,19 @@ async def bootstrap(
     )
 
 
+def firebase_web(settings: Settings) -> FirebaseWeb | None:
+    """What the web app is told about Firebase sign-in, when Firebase signs people in."""
+    if not settings.firebase_project_id:
+        return None
+    return FirebaseWeb(
+        project_id=settings.firebase_project_id,
+        api_key=settings.firebase_api_key,
+        auth_url=settings.firebase_auth_url,
+        token_url=settings.firebase_token_url,
+        providers=tuple(settings.firebase_providers),
+    )
+
+
 def serve_app(services: Services) -> FastAPI:
     """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it."""
     from voice import VoiceError, build_voice_router, build_webrtc_router
@@ -411,6 +424,7 @@ def serve_app(services: Services) -> FastAPI:
             runs_in_flight_per_person_max=settings.runs_in_flight_per_person_max,
         ),
         on_signup=lambda person: services.wallet.grant_signup(person.id),
+        firebase_web=firebase_web(settings),
     )
     parts = services.reminders
     forgetting = Forgetting(

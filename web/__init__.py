@@ -7,7 +7,7 @@ doors (voice) use its problem helpers, so a client meets one error vocabulary at
 door. Other packages import only what is listed here.
 """
 
-from web.api import ChatApi, EdgeLimits, build_router
+from web.api import ChatApi, EdgeLimits, FirebaseWeb, build_router
 from web.app import WakeDoors, build_app
 from web.devices import WRONG_CODES_WINDOW_S, DeviceLimits, build_devices_router
 from web.edge import (
@@ -38,6 +38,7 @@ __all__ = [
     "ChatApi",
     "DeviceLimits",
     "EdgeLimits",
+    "FirebaseWeb",
     "KeepableStr",
     "WakeDoors",
     "build_app",

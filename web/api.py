@@ -52,6 +52,7 @@ from web.schemas import (
     PersonOut,
     PostMessage,
     SignedIn,
+    SignInMethods,
     TicketOut,
     TurnOut,
 )
@@ -59,6 +60,9 @@ from web.schemas import (
 PAGE_MAX = 200
 SEQ_MAX = 2**63 - 1  # a bigint: a cursor past it names nothing, and PostgreSQL refuses it
 _EVENT_ID = re.compile(r"[0-9]{1,18}")
+# A bearer token in the live stream's address: a Firebase ID token (chat/firebase.py) is
+# far longer than our own, and EventSource cannot send it as a header.
+ACCESS_TOKEN_CHARS_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,22 @@ class EdgeLimits:
     runs_in_flight_per_person_max: int
     # A run in flight holds its place at most this long if its process dies mid-run.
     run_lease_s: float = 900.0
+
+
+@dataclass(frozen=True, slots=True)
+class FirebaseWeb:
+    """How the web app signs in where Firebase does (docs/webapp.md#firebase-sign-in): the
+    REST services the browser talks to itself. The server only verifies what they issue."""
+
+    project_id: str
+    api_key: str | None
+    auth_url: str
+    token_url: str
+    providers: tuple[str, ...]
+
+    def origins(self) -> tuple[str, ...]:
+        """The addresses the app's page must be allowed to reach (its CSP connect-src)."""
+        return tuple(dict.fromkeys((self.auth_url, self.token_url)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +110,7 @@ class ChatApi:
     limits: Limits
     edge_limits: EdgeLimits
     on_signup: Callable[[Person], Awaitable[None]] | None = None
+    firebase_web: FirebaseWeb | None = None
 
     @property
     def stream_lease_s(self) -> float:
@@ -162,6 +183,22 @@ def build_router(api: ChatApi) -> APIRouter:
     router = APIRouter(prefix="/v1")
     current_person = current_person_dependency(api)
     current_zone = current_zone_dependency(api, current_person)
+
+    @router.get("/auth/methods", response_model=SignInMethods, tags=["identity"])
+    async def sign_in_methods() -> dict[str, Any]:
+        """How to sign in here: by name (local), or with Firebase (its REST services and the
+        methods offered), so an app needs no configuration of its own."""
+        found = api.firebase_web
+        firebase = None
+        if found is not None:
+            firebase = {
+                "project_id": found.project_id,
+                "api_key": found.api_key,
+                "auth_url": found.auth_url,
+                "token_url": found.token_url,
+                "providers": list(found.providers),
+            }
+        return {"local": api.local_tokens is not None, "firebase": firebase}
 
     @router.post(
         "/auth/local", response_model=SignedIn, tags=["identity"], responses=problem_responses(400, 404, 413, 422, 429)
@@ -258,7 +295,7 @@ def build_router(api: ChatApi) -> APIRouter:
     async def events(
         authorization: Annotated[str | None, Header()] = None,
         last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
-        access_token: Annotated[str | None, Query(max_length=300)] = None,
+        access_token: Annotated[str | None, Query(max_length=ACCESS_TOKEN_CHARS_MAX)] = None,
         ticket: Annotated[str | None, Query(max_length=300)] = None,
         after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None,
     ) -> StreamingResponse:

@@ -103,7 +103,8 @@ def build_app(
         app.include_router(door)
     if connections is not None:
         app.include_router(build_integrations_router(api, connections))
-    app.include_router(build_pages_router())
+    firebase_origins = api.firebase_web.origins() if api.firebase_web is not None else ()
+    app.include_router(build_pages_router(connect_origins=firebase_origins))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     for error in door_errors:

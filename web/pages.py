@@ -93,16 +93,24 @@ def _asset_response(asset: Asset | None, accept_encoding: str | None, *, immutab
     return Response(asset.body, media_type=asset.media_type, headers=headers)
 
 
-def build_pages_router() -> APIRouter:
-    """The app's page (also at the OAuth callback; `/call` redirects to its call view), its assets,
-    `/favicon.ico` and `/docs`."""
+def app_policy(connect_origins: tuple[str, ...] = ()) -> str:
+    """The app page's policy; `connect_origins` are the sign-in services the page may call
+    besides this server (Firebase's, where it signs people in)."""
+    if not connect_origins:
+        return APP_POLICY
+    return f"{APP_POLICY}; connect-src 'self' {' '.join(connect_origins)}"
+
+
+def build_pages_router(*, connect_origins: tuple[str, ...] = ()) -> APIRouter:
+    """The app's page (also at the OAuth and sign-in callbacks; `/call` redirects to its call
+    view), its assets, `/favicon.ico` and `/docs`."""
     router = APIRouter(include_in_schema=False)
     assets = _load(_app_files())
     docs_assets = _load(_swagger_files())
     version = hashlib.sha256(b"".join(assets[name].body for name in sorted(assets))).hexdigest()[:16]
     page = resources.files("web").joinpath("static", "index.html").read_text("utf-8").replace("{{version}}", version)
     docs_page = resources.files("web").joinpath("static", "docs.html").read_text("utf-8")
-    app_headers = {**PAGE_HEADERS, "Content-Security-Policy": APP_POLICY}
+    app_headers = {**PAGE_HEADERS, "Content-Security-Policy": app_policy(connect_origins)}
 
     async def app_page() -> Response:
         return Response(page, media_type="text/html; charset=utf-8", headers=app_headers)
@@ -111,6 +119,9 @@ def build_pages_router() -> APIRouter:
     # reads the code and state there and finishes linking.
     router.add_api_route("/", app_page, methods=["GET"])
     router.add_api_route("/link/{integration}/callback", app_page, methods=["GET"])
+    # Google sends the browser back here after a Firebase sign-in with Google; the app
+    # hands the answer to Firebase and signs in (docs/webapp.md#firebase-sign-in).
+    router.add_api_route("/sign-in/callback", app_page, methods=["GET"])
 
     # The call page became the app's call view; old links and bookmarks land there.
     @router.get("/call")

@@ -63,6 +63,21 @@ class AgentsOut(BaseModel):
     agents: list[AgentOut]
 
 
+class FirebaseSignIn(BaseModel):
+    """What a browser needs to sign in with Firebase Authentication's REST API."""
+
+    project_id: str
+    api_key: str | None = Field(description="the project's web API key; null: the server has none to offer")
+    auth_url: str = Field(description="Identity Toolkit: accounts:signInWithPassword, signUp, createAuthUri, ...")
+    token_url: str = Field(description="Secure Token: ID tokens refreshed with the refresh token")
+    providers: list[str] = Field(description="the sign-in methods offered: password, google.com")
+
+
+class SignInMethods(BaseModel):
+    local: bool = Field(description="POST /v1/auth/local signs in by name")
+    firebase: FirebaseSignIn | None = Field(description="set: sign in with Firebase and send its ID token")
+
+
 class SignedIn(BaseModel):
     token: str
     user: PersonOut

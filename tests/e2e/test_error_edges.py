@@ -156,6 +156,7 @@ async def test_the_document_lists_every_error_status_as_problem_json(app: App) -
                 "/healthz",
                 "/readyz",
                 "/v1/auth/local",
+                "/v1/auth/methods",
                 "/v1/admin/topups",
                 "/v1/devices/pairing",
                 "/v1/voice/phone/incoming",

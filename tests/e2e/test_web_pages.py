@@ -66,3 +66,10 @@ async def test_the_team_is_listed_ava_first_for_autocomplete(app: App) -> None:
 async def test_the_oauth_callback_lands_in_the_app(app: App) -> None:
     page = await app.client.get("/link/spotify/callback?code=x&state=y")
     assert page.status_code == 200 and 'id="view-links"' in page.text
+
+
+async def test_the_sign_in_methods_say_local_where_firebase_is_not_configured(app: App) -> None:
+    methods = await app.client.get("/v1/auth/methods")
+    assert methods.status_code == 200
+    assert methods.json() == {"local": True, "firebase": None}
+    assert "connect-src" not in (await app.client.get("/")).headers["content-security-policy"]

@@ -90,14 +90,18 @@ async def webapp(
     *,
     specialist_settings: dict[str, dict[str, Any]] | None = None,
     vendor_transport: httpx.AsyncBaseTransport | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> AsyncIterator[WebApp]:
     """The app served and opened in Chromium; `specialist_settings` and `vendor_transport`
-    give it vendor credentials and fake vendors, for linking accounts."""
+    give it vendor credentials and fake vendors, for linking accounts; `overrides` sets
+    any other setting (Firebase sign-in)."""
     chromium = installed_chromium()
     async with fresh_database(pg_admin_url) as database_url:
         settings = offline_settings(database_url, folder)
         if specialist_settings is not None:
             settings = settings.model_copy(update={"specialist_settings": specialist_settings})
+        if overrides is not None:
+            settings = settings.model_copy(update=overrides)
         async with _served(settings, chromium, vendor_transport) as harness:
             yield harness
 

@@ -39,3 +39,16 @@ def test_a_complete_cloud_tasks_configuration_and_none_at_all_are_both_accepted(
     )
     assert complete.cloud_tasks_queue == QUEUE
     assert Settings(_env_file=None, cloud_tasks_queue=None, public_base_url=None).cloud_tasks_queue is None  # type: ignore[call-arg]
+
+
+def test_firebase_sign_in_services_are_origins_and_its_methods_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The addresses go into the app page's CSP connect-src, where only an origin belongs.
+    with pytest.raises(ValidationError, match="firebase_auth_url"):
+        Settings(_env_file=None, firebase_auth_url="https://identitytoolkit.googleapis.com/v1")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="firebase_providers"):
+        Settings(_env_file=None, firebase_providers=["facebook.com"])  # type: ignore[call-arg, list-item]
+    monkeypatch.setenv("FIREBASE_PROVIDERS", '["password"]')
+    monkeypatch.setenv("FIREBASE_AUTH_URL", "http://127.0.0.1:9099")
+    configured = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert configured.firebase_providers == ["password"]
+    assert configured.firebase_auth_url == "http://127.0.0.1:9099"

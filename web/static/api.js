@@ -25,7 +25,20 @@ export const session = {
   },
 };
 
+// Set where tokens expire and can be renewed (Firebase's, signin.js): run before a request.
+let refresher = null;
+export function setRefresher(renew) {
+  refresher = renew;
+}
+
+// A token good for the next request (the live stream's address carries one too).
+export async function freshToken() {
+  if (refresher) await refresher();
+  return session.token;
+}
+
 export async function api(method, path, body) {
+  if (refresher) await refresher();
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (session.token) headers.Authorization = `Bearer ${session.token}`;
@@ -40,7 +53,7 @@ export async function api(method, path, body) {
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     const problem = new Problem(response.status, data);
-    if (response.status === 401 && path !== "/v1/auth/local") {
+    if (response.status === 401 && path !== "/v1/auth/local" && path !== "/v1/auth/sign-out") {
       document.dispatchEvent(new CustomEvent("signed-out"));
     }
     throw problem;

@@ -6,6 +6,7 @@ import { api, Problem, session } from "./api.js";
 import { Live } from "./live.js";
 import { attachMentions } from "./mentions.js";
 import { clear, clearAll, notice } from "./notices.js";
+import { prepareSignIn, signOut as endSession } from "./signin.js";
 import { Thread } from "./thread.js";
 
 const $ = (id) => document.getElementById(id);
@@ -39,20 +40,9 @@ function notifyIfAway(note) {
   new Notification("Ava", { body: note.preview || note.text, tag: `note-${note.id}` });
 }
 
-async function signIn(event) {
-  event.preventDefault();
-  try {
-    const data = await api("POST", "/v1/auth/local", { name: $("name").value.trim() });
-    session.token = data.token;
-    await start(data.user);
-  } catch (error) {
-    notice("signin", `Could not sign in: ${error.message}`);
-  }
-}
-
-function signOut() {
+async function signOut() {
   state.live?.stop();
-  session.token = null;
+  await endSession();
   location.hash = "";
   location.reload();
 }
@@ -67,7 +57,7 @@ async function start(me) {
   state.team = new Map(agents.map((a) => [a.name, a]));
   const thread = new Thread({ members: () => state.team, onWallet: walletChanged });
   state.thread = thread;
-  state.live = new Live(session.token, {
+  state.live = new Live({
     onEvent: (type, data) => {
       thread.event(type, data);
       if (type === "reminder.delivered") notifyIfAway(data);
@@ -165,11 +155,11 @@ document.addEventListener("signed-out", () => {
 });
 
 document.addEventListener("DOMContentLoaded", async () => {
-  $("signin-form").addEventListener("submit", signIn);
   $("signout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
   compose();
-  if (session.token) {
+  await prepareSignIn(start);
+  if (session.token && state.me === null) {
     try {
       await finishLinking();
       await start(await api("GET", "/v1/me"));

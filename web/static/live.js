@@ -3,13 +3,14 @@
 // refuses the stream instead (a restart answering 503, too many tabs), EventSource gives
 // up, so we open a new one ourselves, resuming after the last id we saw (`after=`).
 
+import { freshToken } from "./api.js";
+
 const TYPES = ["message", "run.started", "run.finished", "wallet.changed", "reminder.delivered"];
 const REOPEN_MIN_MS = 2000;
 const REOPEN_MAX_MS = 30000;
 
 export class Live {
-  constructor(token, { onEvent, onLost, onRecovered }) {
-    this.token = token;
+  constructor({ onEvent, onLost, onRecovered }) {
     this.onEvent = onEvent;
     this.onLost = onLost;
     this.onRecovered = onRecovered;
@@ -18,11 +19,15 @@ export class Live {
     this.lost = false;
     this.timer = null;
     this.delayMs = REOPEN_MIN_MS;
+    this.stopped = false;
     this.ready = new Promise((resolve) => (this.opened = resolve));
   }
 
-  start() {
-    const params = new URLSearchParams({ access_token: this.token });
+  // Each opening asks for the token afresh: a Firebase ID token lasts an hour.
+  async start() {
+    const token = await freshToken();
+    if (this.stopped) return;
+    const params = new URLSearchParams({ access_token: token });
     if (this.lastId !== null) params.set("after", String(this.lastId));
     const source = new EventSource(`/v1/events?${params}`);
     this.source = source;
@@ -59,6 +64,7 @@ export class Live {
   }
 
   stop() {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.source?.close();
     this.source = null;
