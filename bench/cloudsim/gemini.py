@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from agents import FunctionCall, ModelRequest, OfflineModel, ToolSpec
-from agents.model import Content, FunctionResult
+from agents.model import Content, FunctionResult, Role
 from bench.cloudsim.latency import INSTANT, ModelLatency
 
 _PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
@@ -236,7 +236,7 @@ def request_from_wire(model: str, body: Any) -> ModelRequest:
                 results.append(FunctionResult(result.get("id", ""), result["name"], dict(result.get("response") or {})))
             elif "text" in part:
                 texts.append(part["text"])
-        role = "model" if content.get("role") == "model" else "user"
+        role: Role = "model" if content.get("role") == "model" else "user"
         contents.append(Content(role=role, text="".join(texts), calls=tuple(calls), results=tuple(results)))
     tools = tuple(
         ToolSpec(d["name"], d.get("description", ""), d.get("parametersJsonSchema") or d.get("parameters") or {})
