@@ -31,6 +31,7 @@ from agents.model import (
     ModelRequest,
     ModelResponse,
     ModelUnavailable,
+    StopSignal,
     ToolSpec,
     Usage,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "SmartHome",
     "Specialists",
     "SpokenReply",
+    "StopSignal",
     "ThreadMessage",
     "TokenCipher",
     "Tool",

@@ -34,7 +34,6 @@ from bench.cloudsim.latency import INSTANT, ModelLatency
 
 _PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
 _BODY_MAX = 8 * 1024 * 1024
-MODEL_VERSION = "gemini-2.5-flash-sim"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +143,11 @@ class SimulatedGemini:
     ) -> bool:
         """Serve one request; False when the connection is done (the client went away)."""
         request = request_from_wire(model, body)
-        answer = await self.responder(request)
+        if "responseJsonSchema" in (body.get("generationConfig") or {}):
+            # The knowledge extractor's structured output: no facts (the bench is about turns).
+            answer = Answer(text='{"facts": []}')
+        else:
+            answer = await self.responder(request)
         prompt = answer.prompt_tokens if answer.prompt_tokens is not None else _estimate_prompt(body)
         served = Served(model=model, streamed=method == "streamGenerateContent", prompt_tokens=prompt, request=request)
         self.served.append(served)
@@ -160,7 +163,7 @@ class SimulatedGemini:
             await asyncio.sleep(first_s + output / self.latency.tokens_per_s)
             served.output_tokens = output
             parts = [part for event, _ in events for part in event]
-            await _write_json(writer, 200, _response(parts, prompt, output, finished=True))
+            await _write_json(writer, 200, _response(model, parts, prompt, output, finished=True))
             return True
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
@@ -181,7 +184,7 @@ class SimulatedGemini:
             text_sent += sum(len(p.get("text", "")) for p in parts)
             last = index == len(events) - 1
             try:
-                await _write_chunk(writer, _sse(_response(parts, prompt, sent, finished=last)))
+                await _write_chunk(writer, _sse(_response(model, parts, prompt, sent, finished=last)))
             except ConnectionError:
                 break
             if reader.at_eof() or writer.is_closing():
@@ -272,7 +275,7 @@ def _events(answer: Answer, per_event: int) -> list[tuple[list[dict[str, Any]], 
     return events
 
 
-def _response(parts: list[dict[str, Any]], prompt: int, output: int, *, finished: bool) -> dict[str, Any]:
+def _response(model: str, parts: list[dict[str, Any]], prompt: int, output: int, *, finished: bool) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finished:
         candidate["finishReason"] = "STOP"
@@ -283,7 +286,8 @@ def _response(parts: list[dict[str, Any]], prompt: int, output: int, *, finished
             "candidatesTokenCount": output,
             "totalTokenCount": prompt + output,
         },
-        "modelVersion": MODEL_VERSION,
+        # The model asked for, so the ledger prices it as that model.
+        "modelVersion": model,
         "responseId": "sim",
     }
 
