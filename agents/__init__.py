@@ -34,6 +34,7 @@ from agents.model import (
     StopSignal,
     ToolSpec,
     Usage,
+    generate_streaming,
 )
 from agents.offline import OfflineModel
 from agents.offline.words import detect_language
@@ -108,6 +109,7 @@ __all__ = [
     "compose",
     "current_roster",
     "detect_language",
+    "generate_streaming",
     "handoff_tools",
     "hollow",
     "installed_roster",

@@ -160,5 +160,6 @@ async def _answer(model: Model, request: ModelRequest, speech: Speech | None, st
     if speech is None:
         return await model.generate(request=request)
     response = await generate_streaming(model, request, speech.text, stop)
-    speech.answer_ended(calls=bool(response.calls) and not response.cut)
+    if not response.cut:  # a cut answer's unfinished sentence is never said
+        speech.answer_ended(calls=bool(response.calls))
     return response

@@ -5,9 +5,9 @@ model's text comes in pieces, and every sentence is passed to the voice the mome
 finished, with its emotion tag, so the person hears the first one while the rest is still
 being written (docs/agents.md#streaming).
 
-A sentence is finished at its closing punctuation once the next thing in the stream is
-neither more punctuation nor its emotion tag (which follows it: "Done! #relieved# Next."),
-or when the answer ends. Said sentences never come back in the final reply.
+A sentence is finished at its emotion tag ("Done! #relieved#"), at its closing punctuation
+once the next thing in the stream is neither more punctuation nor a tag, or when the
+answer ends. Said sentences never come back in the final reply.
 
 Text written beside a tool call is said before the tool has run, so it must never claim
 the result: until a tool of the run has run, a sentence that sounds like a result ("It's
@@ -22,8 +22,9 @@ from collections.abc import Callable
 
 from agents import Segment, parse_spoken
 
-# Closing punctuation (with quotes), any emotion tags after it, then the next sentence's start.
-_FINISHED = re.compile(r"[.!?…]+[\"'”’)]*(?:\s*#\s*[A-Za-z_]+\s*#)*\s+(?=[^\s#])")
+# A sentence ends at its emotion tag (which always follows it, with or without punctuation),
+# or at closing punctuation (with quotes) once the next sentence, not a tag, has begun.
+_FINISHED = re.compile(r"(?:\s*#\s*[A-Za-z_]+\s*#)+|[.!?…]+[\"'\u201d\u2019)]*\s+(?=[^\s#])")
 # Words that report a result rather than say what will be done (English and Indonesian).
 _RESULT = re.compile(
     r"\b(done|all set|finished|it's (?:on|off)|is (?:now )?(?:on|off)|are (?:now )?(?:on|off)|now (?:on|off)|"

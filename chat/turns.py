@@ -43,6 +43,7 @@ from agents import (
     Trigger,
     Usage,
     compose,
+    generate_streaming,
     parse_spoken,
     run_agent,
     to_contents,
@@ -54,8 +55,8 @@ from chat.errors import MessageBlank, MessageTooLong, TextInvalid
 from chat.people import Person
 from chat.ports import RunStore, ThreadStore
 from chat.routing import route
-from chat.speaking import Speaking
 from chat.runs import Run
+from chat.speaking import Speaking
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
@@ -251,6 +252,14 @@ class _Metered:
         if not await self._may_call():
             raise _WalletEmptyMidRun("the wallet is empty")
         return await self._model.generate(request=request)
+
+    async def stream(
+        self, *, request: ModelRequest, on_text: Callable[[str], None], stop: StopSignal | None = None
+    ) -> ModelResponse:
+        """The same call, its text heard as it arrives (streamed when the model can)."""
+        if not await self._may_call():
+            raise _WalletEmptyMidRun("the wallet is empty")
+        return await generate_streaming(self._model, request, on_text, stop)
 
 
 def _unsaid(turn: _Turn, reply: str) -> SpokenReply:
@@ -694,6 +703,9 @@ class Turns:
         except Exception:
             log.exception("run %s (%s) failed", run.id, agent.name)
             return "", ("internal_error", "Something went wrong on our side.")
+        if outcome.cut and speaking is not None:
+            # Spoken over: the thread keeps what the person heard, not the unsaid rest.
+            return " ".join(segment.text for segment in speaking.said), None
         return ("" if is_blank(outcome.text) else outcome.text.strip()), None
 
     async def _run(

@@ -23,6 +23,7 @@ import contextlib
 import json
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -66,6 +67,14 @@ class Served:
     dropped: bool = False  # the client went away before the answer ended
     failed: bool = False  # refused, or an error event ended the stream
     request: ModelRequest | None = None
+    structured: bool = False  # asked for structured output (the knowledge extractor), not a turn
+    # Each simulated wait as (start, end) on the monotonic clock: the floor a bench sums.
+    waits: list[tuple[float, float]] = field(default_factory=list)
+
+    async def wait(self, seconds: float) -> None:
+        start = time.monotonic()
+        await asyncio.sleep(seconds)
+        self.waits.append((start, start + seconds))
 
 
 @dataclass
@@ -143,24 +152,32 @@ class SimulatedGemini:
     ) -> bool:
         """Serve one request; False when the connection is done (the client went away)."""
         request = request_from_wire(model, body)
-        if "responseJsonSchema" in (body.get("generationConfig") or {}):
-            # The knowledge extractor's structured output: no facts (the bench is about turns).
-            answer = Answer(text='{"facts": []}')
+        structured = "responseJsonSchema" in (body.get("generationConfig") or {})
+        if structured:
+            # The knowledge extractor's structured output: no facts, at once (the bench is
+            # about turns; the learning worker runs beside them).
+            answer = Answer(text='{"facts": []}', first_token_s=0.0)
         else:
             answer = await self.responder(request)
         prompt = answer.prompt_tokens if answer.prompt_tokens is not None else _estimate_prompt(body)
-        served = Served(model=model, streamed=method == "streamGenerateContent", prompt_tokens=prompt, request=request)
+        served = Served(
+            model=model,
+            streamed=method == "streamGenerateContent",
+            prompt_tokens=prompt,
+            request=request,
+            structured=structured,
+        )
         self.served.append(served)
         first_s = answer.first_token_s if answer.first_token_s is not None else self.latency.first_token_s(self._rng)
         if answer.status != 200:
             served.failed = True
-            await asyncio.sleep(first_s)
+            await served.wait(first_s)
             await _write_json(writer, answer.status, _error_body(answer.status, answer.message))
             return True
         events = _events(answer, self.latency.tokens_per_event)
         if not served.streamed:
             output = sum(tokens for _, tokens in events)
-            await asyncio.sleep(first_s + output / self.latency.tokens_per_s)
+            await served.wait(first_s + output / self.latency.tokens_per_s)
             served.output_tokens = output
             parts = [part for event, _ in events for part in event]
             await _write_json(writer, 200, _response(model, parts, prompt, output, finished=True))
@@ -169,12 +186,12 @@ class SimulatedGemini:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
             b"Connection: keep-alive\r\n\r\n"
         )
-        await asyncio.sleep(first_s)
+        await served.wait(first_s)
         sent = 0
         text_sent = 0
         for index, (parts, tokens) in enumerate(events):
             if index and tokens:
-                await asyncio.sleep(tokens / self.latency.tokens_per_s)
+                await served.wait(tokens / self.latency.tokens_per_s)
             if answer.fail_after is not None and text_sent >= answer.fail_after:
                 served.failed = True
                 await _write_chunk(writer, _sse(_error_body(500, "simulated failure mid-stream")))
