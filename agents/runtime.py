@@ -103,12 +103,19 @@ async def run_agent(
     limits: RunLimits = RunLimits(),
     speech: Speech | None = None,
     stop: StopSignal | None = None,
+    prime: bool = False,
 ) -> RunOutcome:
-    """Run one agent turn to its final reply (which may be empty: silence is an answer)."""
+    """Run one agent turn to its final reply (which may be empty: silence is an answer).
+
+    `prime`: the agent's primed tools run first, as if its first model call had asked
+    for them, so the model starts from their results (recorded and counted like any call)."""
     by_name = {t.name: t for t in tools}
     contents = list(history)
     outcome = RunOutcome(text="", model=model_name)
     handoffs = 0
+    primed = [t for t in tools if t.primed] if prime else []
+    if primed:
+        contents += await _prime(primed, observer, outcome)
     while True:
         if outcome.model_calls >= limits.model_calls_max:
             raise RunLimitExceeded(f"the run made {limits.model_calls_max} model calls without finishing")
@@ -154,6 +161,18 @@ async def run_agent(
             outcome.answered_directly = True
             return outcome
         contents.append(Content(role="user", results=tuple(results)))
+
+
+async def _prime(primed: Sequence[Tool], observer: RunObserver, outcome: RunOutcome) -> list[Content]:
+    """Runs the primed tools; the contents that show them as the model's own first calls."""
+    calls = tuple(FunctionCall(id=f"primed_{t.name}", name=t.name, args={}) for t in primed)
+    results: list[FunctionResult] = []
+    for call, tool in zip(calls, primed, strict=True):
+        outcome.tool_calls += 1
+        result = await _call_tool(tool, call)
+        await observer.tool_called(name=call.name, args={}, result=result)
+        results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
+    return [Content(role="model", calls=calls), Content(role="user", results=tuple(results))]
 
 
 async def _answer(model: Model, request: ModelRequest, speech: Speech | None, stop: StopSignal | None) -> ModelResponse:

@@ -685,6 +685,9 @@ class Turns:
                 limits=self._limits,
                 speech=speaking,
                 stop=turn.stop if speaking is not None else None,
+                # On a call that speaks as it goes, every second counts: a specialist starts
+                # from what its first step would read (agents.tools.Tool.primed).
+                prime=turn.say is not None,
             )
         except _WalletEmptyAtHandoff as exc:
             explanation = wallet_empty_reply(exc.specialist, turn.channel)

@@ -158,3 +158,41 @@ async def test_a_stream_broken_part_way_is_billed_once_for_what_it_sent(sim: Sim
     assert run.model_calls == 1 and run.usage["prompt_tokens"] == 200
     assert run.usage["output_tokens"] == sim.served[0].output_tokens > 0
     assert (await w.ledger.verify()).ok
+
+
+async def test_a_primed_tool_runs_before_the_first_model_call_of_a_speaking_run() -> None:
+    from agents import RunContext, Tool, Toolbox, ToolSpec, handoff_tools
+
+    listed: list[str] = []
+
+    async def list_devices(_args: dict[str, object]) -> dict[str, object]:
+        listed.append("listed")
+        return {"devices": [{"id": "sbx-light-bedroom"}]}
+
+    box = Toolbox()
+
+    def handoffs(context: RunContext) -> list[Tool]:
+        assert context.delegate is not None
+        return handoff_tools(context.delegate)
+
+    box.register("ava", handoffs)
+    box.register(
+        "zee", lambda _c: [Tool(ToolSpec("list_devices", "List.", {"type": "object"}), list_devices, primed=True)]
+    )
+    w = world()
+    w.turns = Turns(
+        threads=w.threads,
+        runs=w.runs,
+        wallet=w.wallet,
+        model=w.model,
+        model_name=lambda _agent: "scripted-1",
+        toolbox=box,
+        history_tokens_max=12_000,
+        thread_wait_s=5,
+    )
+    w.model.extend([ModelResponse("On it. #neutral#", (direct(),)), ModelResponse("It's on.")])
+    said, _, _ = await voice_turn(w, "turn on the bedroom light")
+    assert said == ["On it.", "It's on."] and listed == ["listed"]
+    zee_first = w.model.requests[1].contents
+    # Zee's first call already holds the device list, as if it had asked for it.
+    assert zee_first[-2].calls[0].name == "list_devices" and zee_first[-1].results[0].response["devices"]
