@@ -28,6 +28,8 @@ bench: install
 	.venv/bin/python -m bench.turn_overhead --levels 1,24
 	.venv/bin/python -m bench.reminder_lateness
 	.venv/bin/python -m bench.knowledge_search
+	# Voice on the simulated cloud path, a short run (the full one: --turns 100).
+	.venv/bin/python -m bench.cloud_voice --turns 3
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     gemini_models: dict[str, str] = Field(default_factory=dict)
     gemini_timeout_s: float = Field(default=90.0, gt=0)
     gemini_retries_max: int = Field(default=3, ge=0, le=10)
+    # Where the Gemini API is reached: Google unless set (the simulated cloud path of
+    # bench/cloudsim, a proxy). Used by every Gemini caller, agents and knowledge alike.
+    gemini_base_url: str | None = None
 
     # The token budget of thread history sent to the model on each call.
     history_tokens_max: int = Field(default=12_000, ge=500)

@@ -31,8 +31,10 @@ from agents.model import (
     ModelRequest,
     ModelResponse,
     ModelUnavailable,
+    StopSignal,
     ToolSpec,
     Usage,
+    generate_streaming,
 )
 from agents.offline import OfflineModel
 from agents.offline.words import detect_language
@@ -92,6 +94,7 @@ __all__ = [
     "SmartHome",
     "Specialists",
     "SpokenReply",
+    "StopSignal",
     "ThreadMessage",
     "TokenCipher",
     "Tool",
@@ -106,6 +109,7 @@ __all__ = [
     "compose",
     "current_roster",
     "detect_language",
+    "generate_streaming",
     "handoff_tools",
     "hollow",
     "installed_roster",

@@ -14,7 +14,7 @@ Guarantees:
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import count
 
 from google.genai import types
@@ -23,9 +23,11 @@ from agents.genai import GeminiClient
 from agents.model import (
     Content,
     FunctionCall,
+    ModelError,
     ModelRejected,
     ModelRequest,
     ModelResponse,
+    StopSignal,
     ToolSpec,
     Usage,
 )
@@ -98,6 +100,55 @@ class GeminiModel:
             reason = candidate.finish_reason.name if candidate.finish_reason else "unknown"
             raise ModelRejected(f"Gemini stopped without an answer (finish reason {reason})")
         return ModelResponse(text=text, calls=tuple(calls), usage=usage, model=model or request.model)
+
+    async def stream(
+        self, *, request: ModelRequest, on_text: Callable[[str], None], stop: StopSignal | None = None
+    ) -> ModelResponse:
+        """One streamed answer: each piece of text goes to `on_text` as it arrives, function
+        calls arrive whole. Usage is the last figure Google sent (each chunk carries the
+        total so far), so an answer stopped early or broken part-way is billed for what
+        was sent, once: a failure carries it as `ModelError.usage`."""
+        text: list[str] = []
+        calls: list[FunctionCall] = []
+        usage = Usage()
+        model = ""
+        finish: types.FinishReason | None = None
+        cut = False
+        chunks = self._client.stream(
+            model=request.model,
+            contents=self._contents(request.contents),
+            config=_config(request, continuation_token=None),
+        )
+        try:
+            async for chunk in chunks:
+                if chunk.usage_metadata is not None:
+                    usage = _usage(chunk)
+                model = model or chunk.model_version or ""
+                if chunk.candidates:
+                    candidate = _first_candidate(chunk)
+                    finish = candidate.finish_reason or finish
+                    piece, piece_calls = self._read_parts(candidate)
+                    calls.extend(piece_calls)
+                    if piece:
+                        text.append(piece)
+                        on_text(piece)
+                else:
+                    _first_candidate(chunk)  # a blocked prompt raises; a usage-only chunk passes
+                if stop is not None and stop.is_set():
+                    cut = True
+                    break
+        except ModelError as exc:
+            exc.usage = usage
+            raise
+        finally:
+            await chunks.aclose()
+        if cut:
+            return ModelResponse(text="".join(text), usage=usage, model=model or request.model, cut=True)
+        if not text and not calls and finish is not None and finish not in _ANSWERED_REASONS:
+            failure = ModelRejected(f"Gemini stopped without an answer (finish reason {finish.name})")
+            failure.usage = usage
+            raise failure
+        return ModelResponse(text="".join(text), calls=tuple(calls), usage=usage, model=model or request.model)
 
     async def aclose(self) -> None:
         """Closes the connection pool; call once when the program stops."""

@@ -23,6 +23,7 @@ import functools
 import math
 import random
 import ssl
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx
 from google import genai
@@ -119,6 +120,43 @@ class GeminiClient:
         assert failure is not None
         raise self.error(failure, attempts=self._retries_max + 1) from failure
 
+    async def stream(
+        self,
+        *,
+        model: str,
+        contents: types.ContentListUnion | types.ContentListUnionDict,
+        config: types.GenerateContentConfigOrDict | None = None,
+    ) -> AsyncGenerator[types.GenerateContentResponse, None]:
+        """The chunks of one `streamGenerateContent` answer, under the same timeout.
+
+        A transient failure before the first chunk is retried like `generate`; once a chunk
+        has arrived the answer is under way (and billed), so a failure after it is raised,
+        never retried. Stopping early (closing this iterator) closes the HTTP response."""
+        failure: Exception | None = None
+        for attempt in range(self._retries_max + 1):
+            if attempt:
+                await asyncio.sleep(self._backoff_delay_s(attempt - 1))
+            received = False
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    chunks = await self.sdk.aio.models.generate_content_stream(
+                        model=model, contents=contents, config=config
+                    )
+                    try:
+                        async for chunk in chunks:
+                            received = True
+                            yield chunk
+                    finally:
+                        # The SDK hands back an async generator; closing it closes the response.
+                        await _aclose(chunks)
+                return
+            except _FAILURES as exc:
+                if received or not _retryable(exc):
+                    raise self.error(exc) from exc
+                failure = exc
+        assert failure is not None
+        raise self.error(failure, attempts=self._retries_max + 1) from failure
+
     def error(self, exc: Exception, *, attempts: int = 1) -> ModelError:
         """Our error for what a Gemini call raised; the caller raises it `from exc`."""
         if not _retryable(exc):
@@ -157,6 +195,12 @@ class GeminiClient:
 def _tls_context() -> ssl.SSLContext:
     # Loading the CA bundle takes about 50 ms, so every client shares one context.
     return httpx.create_ssl_context()
+
+
+async def _aclose(chunks: AsyncIterator[types.GenerateContentResponse]) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _retryable(exc: Exception) -> bool:

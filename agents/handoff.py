@@ -3,19 +3,32 @@
 The tool's argument is the specialist's tag. Whoever builds the tools supplies the
 `Delegate` that writes the tag to the thread as Ava's message and runs the specialist;
 the specialist's final reply comes back to Ava as the tool result.
+
+On a call Ava may ask for the specialist's answer to be said to the person as it is
+(`answer_directly`) when she has nothing to add: the delegate then speaks it while it is
+written, and the result tells the runtime that her turn is done (`ANSWERED`), so no
+further model call is made just to repeat it (docs/agents.md#handoff). Whether the
+request is honoured is the delegate's business (only a call that speaks as it goes does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from agents.model import ToolSpec
 from agents.roster import SPECIALISTS, AgentSpec
 from agents.tools import Tool, object_schema
 
-# (specialist, the message Ava writes) -> the specialist's final reply ("" when silent)
-Delegate = Callable[[AgentSpec, str], Awaitable[str]]
+# A tool result holding this key set to True ends the lead's run with no reply of hers.
+ANSWERED = "answered_directly"
+
+
+class Delegate(Protocol):
+    """(specialist, the message Ava writes) -> the specialist's final reply ("" when silent),
+    and whether that reply was said to the person as it is (`direct` asks for it)."""
+
+    async def __call__(self, specialist: AgentSpec, tag: str, *, direct: bool = False) -> tuple[str, bool]: ...
+
 
 # A clarifying phrase after the tag is allowed, but a handoff is never a long message.
 HANDOFF_CHARS_MAX = 200
@@ -39,14 +52,26 @@ def handoff_tools(delegate: Delegate) -> list[Tool]:
     for specialist in SPECIALISTS:
 
         async def run(args: dict[str, Any], specialist: AgentSpec = specialist) -> dict[str, Any]:
-            reply = await delegate(specialist, handoff_message(specialist, args.get("tag")))
-            return {"response": reply}
+            direct = args.get("answer_directly") is True
+            reply, said = await delegate(specialist, handoff_message(specialist, args.get("tag")), direct=direct)
+            return {"response": reply, ANSWERED: True} if said else {"response": reply}
 
         spec = ToolSpec(
             specialist.name,
             f"{specialist.description} To hand the latest request to {specialist.display_name}, "
             f'call this with tag exactly "@{specialist.name}". Returns their reply ("" if they stayed silent).',
-            object_schema({"tag": {"type": "string", "description": f'Exactly "@{specialist.name}".'}}, ("tag",)),
+            object_schema(
+                {
+                    "tag": {"type": "string", "description": f'Exactly "@{specialist.name}".'},
+                    "answer_directly": {
+                        "type": "boolean",
+                        "description": f"On a call: true when {specialist.display_name}'s answer is all the person "
+                        "needs and you have nothing to add; it is then said to them as it is and you are not asked "
+                        "again. Leave it out when you will combine several answers or add your own judgement.",
+                    },
+                },
+                ("tag",),
+            ),
         )
         tools.append(Tool(spec, run, handoff=True))
     return tools

@@ -7,8 +7,9 @@ from their SDK at the boundary, so nothing else in the product sees a vendor typ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["user", "model"]
 
@@ -97,6 +98,9 @@ class ModelResponse:
     calls: tuple[FunctionCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    # The caller stopped the answer part-way (a barge-in): `text` is what arrived by then,
+    # `usage` what the provider reported for it, and any calls are dropped unrun.
+    cut: bool = False
 
 
 class Model(Protocol):
@@ -105,8 +109,46 @@ class Model(Protocol):
     async def generate(self, *, request: ModelRequest) -> ModelResponse: ...
 
 
+class StopSignal(Protocol):
+    """Asked between pieces of a streamed answer whether to stop it (an `asyncio.Event`)."""
+
+    def is_set(self) -> bool: ...
+
+
+@runtime_checkable
+class StreamingModel(Protocol):
+    """A model that hands over its text as it arrives (docs/agents.md#streaming).
+
+    `on_text` hears each piece of the answer's text in order; the answer returned is the
+    same as `generate` would give (with `cut` when `stop` was set before it ended)."""
+
+    async def generate(self, *, request: ModelRequest) -> ModelResponse: ...
+
+    async def stream(
+        self, *, request: ModelRequest, on_text: Callable[[str], None], stop: StopSignal | None = None
+    ) -> ModelResponse: ...
+
+
+async def generate_streaming(
+    model: Model, request: ModelRequest, on_text: Callable[[str], None], stop: StopSignal | None = None
+) -> ModelResponse:
+    """One model call whose text is heard as it arrives: streamed when the model can,
+    otherwise heard whole once the answer is in (the offline and scripted models)."""
+    if isinstance(model, StreamingModel):
+        return await model.stream(request=request, on_text=on_text, stop=stop)
+    response = await model.generate(request=request)
+    if response.text:
+        on_text(response.text)
+    return response
+
+
 class ModelError(Exception):
-    """A model call failed in a way the run cannot recover from (after retries)."""
+    """A model call failed in a way the run cannot recover from (after retries).
+
+    `usage` is what the provider reported before it failed (a stream that broke part-way
+    is billed for what it sent); the run charges it once (agents.runtime)."""
+
+    usage: Usage = Usage()
 
 
 class ModelUnavailable(ModelError):

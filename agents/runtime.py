@@ -5,6 +5,11 @@ first reply without calls. Every run is bounded (docs/agents.md#run-limits): mod
 handoffs each have a ceiling, and breaking one fails the run with a clear error. An
 observer hears about each model call as soon as it returns, so usage can be charged per
 call and a run that fails halfway is still accounted for.
+
+A run that speaks (a call) is given a `Speech`: every model call then streams and the
+speech hears the text as it arrives, so the first sentence can be said before the answer
+is over. A `stop` set meanwhile (the person spoke over it) cuts the answer where it is;
+the cut answer, and one that broke part-way, are charged what the provider reported, once.
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.errors import RunLimitExceeded, ToolError
-from agents.model import Content, FunctionCall, FunctionResult, Model, ModelRequest, Usage
+from agents.handoff import ANSWERED
+from agents.model import (
+    Content,
+    FunctionCall,
+    FunctionResult,
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    StopSignal,
+    Usage,
+    generate_streaming,
+)
 from agents.tools import Tool
 
 # A tool result larger than this is cut before the model sees it, so one noisy API
@@ -38,6 +55,15 @@ class RunObserver(Protocol):
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None: ...
 
 
+class Speech(Protocol):
+    """Hears a speaking run's text as it arrives, and where each model call's answer ends
+    (`calls`: the answer also asked for tools, so its text came before they ran)."""
+
+    def text(self, piece: str) -> None: ...
+
+    def answer_ended(self, *, calls: bool) -> None: ...
+
+
 @dataclass(slots=True)
 class RunOutcome:
     text: str
@@ -45,6 +71,9 @@ class RunOutcome:
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    cut: bool = False  # stopped part-way: `text` is what had been said by then
+    # A specialist's answer was said to the person as it is, so the lead ended without a reply.
+    answered_directly: bool = False
 
 
 def _clip(result: dict[str, Any]) -> dict[str, Any]:
@@ -72,23 +101,42 @@ async def run_agent(
     tools: Sequence[Tool],
     observer: RunObserver,
     limits: RunLimits = RunLimits(),
+    speech: Speech | None = None,
+    stop: StopSignal | None = None,
+    prime: bool = False,
 ) -> RunOutcome:
-    """Run one agent turn to its final reply (which may be empty: silence is an answer)."""
+    """Run one agent turn to its final reply (which may be empty: silence is an answer).
+
+    `prime`: the agent's primed tools run first, as if its first model call had asked
+    for them, so the model starts from their results (recorded and counted like any call)."""
     by_name = {t.name: t for t in tools}
     contents = list(history)
     outcome = RunOutcome(text="", model=model_name)
     handoffs = 0
+    primed = [t for t in tools if t.primed] if prime else []
+    if primed:
+        contents += await _prime(primed, observer, outcome)
     while True:
         if outcome.model_calls >= limits.model_calls_max:
             raise RunLimitExceeded(f"the run made {limits.model_calls_max} model calls without finishing")
         request = ModelRequest(
             model=model_name, system=system, contents=tuple(contents), tools=tuple(t.spec for t in tools)
         )
-        response = await model.generate(request=request)
+        try:
+            response = await _answer(model, request, speech, stop)
+        except ModelError as exc:
+            if exc.usage != Usage():  # a stream that broke part-way: billed for what it sent
+                outcome.model_calls += 1
+                outcome.usage = outcome.usage + exc.usage
+                await observer.model_called(index=outcome.model_calls, model=model_name, usage=exc.usage)
+            raise
         outcome.model_calls += 1
         outcome.usage = outcome.usage + response.usage
         outcome.model = response.model or model_name
         await observer.model_called(index=outcome.model_calls, model=outcome.model, usage=response.usage)
+        if response.cut:
+            outcome.text, outcome.cut = response.text, True
+            return outcome
         if not response.calls:
             outcome.text = response.text
             return outcome
@@ -108,4 +156,29 @@ async def run_agent(
             result = await _call_tool(tool, call)
             await observer.tool_called(name=call.name, args=dict(call.args), result=result)
             results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
+        if any(r.response.get(ANSWERED) is True for r in results):
+            # The specialist's answer was said as it is: nothing is left for the lead to say.
+            outcome.answered_directly = True
+            return outcome
         contents.append(Content(role="user", results=tuple(results)))
+
+
+async def _prime(primed: Sequence[Tool], observer: RunObserver, outcome: RunOutcome) -> list[Content]:
+    """Runs the primed tools; the contents that show them as the model's own first calls."""
+    calls = tuple(FunctionCall(id=f"primed_{t.name}", name=t.name, args={}) for t in primed)
+    results: list[FunctionResult] = []
+    for call, tool in zip(calls, primed, strict=True):
+        outcome.tool_calls += 1
+        result = await _call_tool(tool, call)
+        await observer.tool_called(name=call.name, args={}, result=result)
+        results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
+    return [Content(role="model", calls=calls), Content(role="user", results=tuple(results))]
+
+
+async def _answer(model: Model, request: ModelRequest, speech: Speech | None, stop: StopSignal | None) -> ModelResponse:
+    if speech is None:
+        return await model.generate(request=request)
+    response = await generate_streaming(model, request, speech.text, stop)
+    if not response.cut:  # a cut answer's unfinished sentence is never said
+        speech.answer_ended(calls=bool(response.calls))
+    return response

@@ -39,7 +39,7 @@ class RunContext:
 ToolFactory = Callable[[RunContext], Sequence[Tool]]
 
 
-async def _no_delegate(specialist: AgentSpec, tag: str) -> str:
+async def _no_delegate(specialist: AgentSpec, tag: str, *, direct: bool = False) -> tuple[str, bool]:
     raise AssertionError("a described tool was called")
 
 

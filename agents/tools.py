@@ -22,6 +22,10 @@ class Tool:
     handler: Handler
     # A handoff tool runs another agent; the runtime counts those against their own limit.
     handoff: bool = False
+    # A read-only tool, taking no arguments, that the agent's first step always is (Zee
+    # lists the home's devices): a run that primes runs it before its first model call,
+    # so the model starts from its result and one model round is saved (agents.runtime).
+    primed: bool = False
 
     @property
     def name(self) -> str:

@@ -64,6 +64,7 @@ def build_knowledge(
             api_key=settings.gemini_api_key.get_secret_value(),
             model=settings.gemini_model_knowledge or settings.gemini_model,
             timeout_s=settings.gemini_timeout_s,
+            base_url=settings.gemini_base_url,
         )
         stack.push_async_callback(extractor.aclose)
         knowledge, adapter = LocalKnowledge(pool, extractor=extractor), "LocalKnowledge + GeminiExtractor"

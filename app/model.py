@@ -21,6 +21,7 @@ def choose_model(settings: Settings) -> Model:
             api_key=settings.gemini_api_key.get_secret_value(),
             timeout_s=settings.gemini_timeout_s,
             retries_max=settings.gemini_retries_max,
+            base_url=settings.gemini_base_url,
         )
     return OfflineModel()
 

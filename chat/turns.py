@@ -32,8 +32,10 @@ from agents import (
     RunContext,
     RunLimitExceeded,
     RunLimits,
+    Segment,
     Session,
     SpokenReply,
+    StopSignal,
     ThreadMessage,
     Tool,
     Toolbox,
@@ -41,6 +43,7 @@ from agents import (
     Trigger,
     Usage,
     compose,
+    generate_streaming,
     parse_spoken,
     run_agent,
     to_contents,
@@ -53,6 +56,7 @@ from chat.people import Person
 from chat.ports import RunStore, ThreadStore
 from chat.routing import route
 from chat.runs import Run
+from chat.speaking import Speaking
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
@@ -152,6 +156,11 @@ class _Turn:
     # On a call: told what the person will hear as soon as the lead agent has said it,
     # before the turn writes it down and settles its charges (None: told nothing early).
     on_reply: Callable[[SpokenReply], None] | None = None
+    # On a call that speaks as it goes: told each sentence the moment it is finished (the
+    # lead's, and a specialist's answer said as it is); `stop` cuts the answer being spoken.
+    say: Callable[[Segment], None] | None = None
+    stop: StopSignal | None = None
+    lead_speaking: Speaking | None = None  # set when the lead's run speaks as it goes
 
     def wrote(self, message: Message) -> None:
         self.written.append(message)
@@ -244,6 +253,31 @@ class _Metered:
             raise _WalletEmptyMidRun("the wallet is empty")
         return await self._model.generate(request=request)
 
+    async def stream(
+        self, *, request: ModelRequest, on_text: Callable[[str], None], stop: StopSignal | None = None
+    ) -> ModelResponse:
+        """The same call, its text heard as it arrives (streamed when the model can)."""
+        if not await self._may_call():
+            raise _WalletEmptyMidRun("the wallet is empty")
+        return await generate_streaming(self._model, request, on_text, stop)
+
+
+def _unsaid(turn: _Turn, reply: str) -> SpokenReply:
+    """The lead's reply as the voice still has to say it: the sentences not said as the
+    model wrote them (all of them when the turn did not speak as it went; a reply of ours,
+    such as the empty wallet's, was never streamed), and whether it ends the call."""
+    spoken = parse_spoken(reply)
+    if turn.lead_speaking is None:
+        return spoken
+    said = [segment.text for segment in turn.lead_speaking.said]
+    left: list[Segment] = []
+    for segment in spoken.segments:
+        if segment.text in said:
+            said.remove(segment.text)
+        else:
+            left.append(segment)
+    return SpokenReply(tuple(left), spoken.end_call)
+
 
 def check_text(text: str) -> str:
     if len(text) > TEXT_CHARS_MAX:
@@ -296,13 +330,21 @@ class Turns:
         zone: ZoneInfo,
         client_id: str | None = None,
         on_reply: Callable[[SpokenReply], None] | None = None,
+        on_say: Callable[[Segment], None] | None = None,
+        stop: StopSignal | None = None,
     ) -> TurnResult:
         """Write the person's message, run whoever it is for, and return what the turn wrote.
 
         `on_reply` (a call): told what the person will hear the moment the lead agent has
         said it, while the turn goes on to write it and settle its charges, so speech can
         start a few statements sooner. It is not told on a replay or when the turn fails
-        before the lead agent has answered; the returned `spoken` is the same reply."""
+        before the lead agent has answered; the returned `spoken` is the same reply.
+
+        `on_say` (a call that speaks as it goes): told each finished sentence as the model
+        writes it (every model call then streams), so `on_reply` and `spoken` hold only
+        what was not said that way; a specialist's answer that Ava asks to be said as it
+        is (`answer_directly`) is said too, and no model call is made to repeat it. `stop`
+        set meanwhile (a barge-in) cuts the answer being spoken where it is."""
         check_text(text)
         if client_id is not None and (first := await self._threads.by_client_id(person.id, client_id)) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
@@ -345,6 +387,8 @@ class Turns:
                     balance_micros=balance,
                     facts_lookup=facts,
                     on_reply=on_reply if channel != "text" else None,
+                    say=on_say if channel != "text" else None,
+                    stop=stop,
                 )
                 try:
                     _, reply = await self._run(
@@ -361,7 +405,7 @@ class Turns:
         result = turn.result()
         if channel == "text":
             return result
-        return TurnResult(result.messages, result.runs, spoken=parse_spoken(reply))
+        return TurnResult(result.messages, result.runs, spoken=_unsaid(turn, reply))
 
     async def answer(self, person: Person, message_id: str, *, zone: ZoneInfo, wait_s: float) -> bool:
         """Answer a message of the person's that no run answers (the sweep's: a turn cut
@@ -474,6 +518,8 @@ class Turns:
         balance_micros: int,
         facts_lookup: asyncio.Task[tuple[str, ...]] | None = None,
         on_reply: Callable[[SpokenReply], None] | None = None,
+        say: Callable[[Segment], None] | None = None,
+        stop: StopSignal | None = None,
     ) -> _Turn:
         """A turn started by `origin`, with books of its own."""
         return _Turn(
@@ -486,6 +532,8 @@ class Turns:
             books=Books(self._apart),
             on_reply=on_reply,
             balance_micros=balance_micros,
+            say=say,
+            stop=stop,
         )
 
     async def _replay(self, person: Person, client_id: str) -> TurnResult | None:
@@ -513,19 +561,21 @@ class Turns:
         return chosen, previous_at
 
     def _tools(self, turn: _Turn, agent: AgentSpec, run: Run, trigger: Trigger) -> list[Tool]:
-        async def delegate(specialist: AgentSpec, tag: str) -> str:
+        async def delegate(specialist: AgentSpec, tag: str, *, direct: bool = False) -> tuple[str, bool]:
             if not await self._may_hand_on(turn):
                 raise _WalletEmptyAtHandoff(specialist)
             handoff = await self._threads.append(
                 turn.person.id, author="ava", text=tag, channel=turn.channel, run_id=run.id
             )
             turn.wrote(handoff)
+            # Said as it is only on a call that speaks as it goes; otherwise Ava relays, as in text.
+            speaks = direct and turn.say is not None
             failure, reply = await self._run(
-                turn, agent=specialist, trigger="ava", parent=run.id, trigger_message=handoff
+                turn, agent=specialist, trigger="ava", parent=run.id, trigger_message=handoff, speaks=speaks
             )
             if failure is not None:
                 raise ToolError(f"{specialist.display_name} could not finish this time ({failure[0]}).")
-            return reply
+            return reply, speaks and bool(reply)
 
         context = RunContext(
             person_id=turn.person.id,
@@ -624,6 +674,7 @@ class Turns:
         trigger: Trigger,
         trigger_message: Message,
         recorder: _Recorder,
+        speaking: Speaking | None = None,
     ) -> tuple[str, _Failure | None]:
         """Run the agent: the reply to write ("" for none) and the (code, detail) of a
         failure. A run stopped at an empty wallet fails, yet still says why."""
@@ -648,6 +699,11 @@ class Turns:
                 tools=self._tools(turn, agent, run, trigger),
                 observer=recorder,
                 limits=self._limits,
+                speech=speaking,
+                stop=turn.stop if speaking is not None else None,
+                # On a call that speaks as it goes, every second counts: a specialist starts
+                # from what its first step would read (agents.tools.Tool.primed).
+                prime=turn.say is not None,
             )
         except _WalletEmptyAtHandoff as exc:
             explanation = wallet_empty_reply(exc.specialist, turn.channel)
@@ -666,10 +722,20 @@ class Turns:
         except Exception:
             log.exception("run %s (%s) failed", run.id, agent.name)
             return "", ("internal_error", "Something went wrong on our side.")
+        if outcome.cut and speaking is not None:
+            # Spoken over: the thread keeps what the person heard, not the unsaid rest.
+            return " ".join(segment.text for segment in speaking.said), None
         return ("" if is_blank(outcome.text) else outcome.text.strip()), None
 
     async def _run(
-        self, turn: _Turn, *, agent: AgentSpec, trigger: Trigger, parent: str | None, trigger_message: Message
+        self,
+        turn: _Turn,
+        *,
+        agent: AgentSpec,
+        trigger: Trigger,
+        parent: str | None,
+        trigger_message: Message,
+        speaks: bool = False,
     ) -> tuple[_Failure | None, str]:
         """One agent run to its reply; returns how it failed (None: it did not) and its
         reply ("" if silent). Its end is written on the turn's books, after its charges,
@@ -685,11 +751,20 @@ class Turns:
         )
         turn.started(run)
         recorder = _Recorder(self._runs, self._wallet, turn, run)
+        speaking = Speaking(turn.say) if turn.say is not None and (parent is None or speaks) else None
+        if speaking is not None and parent is None:
+            turn.lead_speaking = speaking
         reply, error = await self._attempt(
-            turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message, recorder=recorder
+            turn,
+            agent=agent,
+            run=run,
+            trigger=trigger,
+            trigger_message=trigger_message,
+            recorder=recorder,
+            speaking=speaking,
         )
         if parent is None and turn.on_reply is not None:
-            turn.on_reply(parse_spoken(reply))
+            turn.on_reply(_unsaid(turn, reply))
         if reply:
             await self._write_reply(turn, agent, run, reply)
         if recorder.charged:

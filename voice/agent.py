@@ -5,15 +5,21 @@ processor runs the person's words as a turn through the same router, runtime, th
 wallet as text (the `VoiceTurn` it is given), then speaks the reply sentence by sentence,
 each carrying its emotion as the frame's `text_type` so the TTS can colour it.
 
-The turn runs as its own task. A barge-in cancels what is being spoken, never the turn:
-the thread writes finish, only the now-stale speech is dropped. A reply that ends with
-`#end#` is spoken uninterruptibly, then the worker is asked to end, which hangs up after
-the last audio byte.
+The turn runs as its own task. While it runs, each sentence is spoken the moment the
+model has finished writing it (`LiveSpeech`, which the call's turn reads from `SPEAKING`),
+so the first words go out before the answer is over, and an acknowledgement said with a
+handoff is heard while the specialist works. A barge-in stops the generation being
+spoken (`LiveSpeech.stop`) and drops what is left of it; the turn still writes down and
+charges what was generated. A reply that ends with `#end#` is spoken uninterruptibly,
+then the worker is asked to end, which hangs up after the last audio byte.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from pipecat.frames.frames import (
@@ -28,11 +34,24 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from agents import SpokenReply
+from agents import Segment, SpokenReply
 from voice.prosody import text_type_for
 
 # The person's words in, what Ava says back out (None: the turn could not run).
 VoiceTurn = Callable[[str], Awaitable[SpokenReply | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSpeech:
+    """How a running voice turn speaks as it goes: `say` a finished sentence now; `stop`
+    is set when the person speaks over it (the turn stops generating)."""
+
+    say: Callable[[Segment], None]
+    stop: asyncio.Event
+
+
+# Set while the agent awaits a turn, so the turn (voice.calls.voice_turn) can speak as it goes.
+SPEAKING: ContextVar[LiveSpeech | None] = ContextVar("ava_live_speech", default=None)
 
 
 def last_user_text(frame: LLMContextFrame) -> str:
@@ -66,6 +85,7 @@ class AvaVoiceAgent(FrameProcessor):
         # Bumped by every barge-in: a reply computed for an older generation is stale.
         self._generation = 0
         self._ending = False
+        self._stop: asyncio.Event | None = None  # the generation being spoken, if any
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -84,26 +104,67 @@ class AvaVoiceAgent(FrameProcessor):
             return
         if isinstance(frame, InterruptionFrame):
             self._generation += 1
+            if self._stop is not None:
+                self._stop.set()  # the generation being spoken stops where it is
         await self.push_frame(frame, direction)
 
     async def _respond(self, text: str, generation: int) -> None:
         await self.start_ttfb_metrics()
-        reply = await self._turn(text)
-        await self.stop_ttfb_metrics()
+        said: asyncio.Queue[Segment | None] = asyncio.Queue()
+        stop = asyncio.Event()
+        self._stop = stop
+
+        def say(segment: Segment) -> None:
+            if generation == self._generation and not self._ending:
+                said.put_nowait(segment)
+            else:
+                stop.set()
+
+        speaker = self.create_task(self._speak_as_said(said, generation), name="ava-voice-speaker")
+        token = SPEAKING.set(LiveSpeech(say, stop))
+        try:
+            reply = await self._turn(text)
+        finally:
+            SPEAKING.reset(token)
+            said.put_nowait(None)
+            started = await speaker
+            if self._stop is stop:
+                self._stop = None
+        if not started:
+            await self.stop_ttfb_metrics()
         if reply is None or self._ending:
+            if started:
+                await self.push_frame(LLMFullResponseEndFrame())
             return
         if generation != self._generation and not reply.end_call:
+            if started:
+                await self.push_frame(LLMFullResponseEndFrame())
             return  # the person spoke over us meanwhile: the thread has it, the speech is stale
-        await self.speak(reply)
+        await self.speak(reply, started=started)
 
-    async def speak(self, reply: SpokenReply) -> None:
-        """Speak a reply; a goodbye (#end#) cannot be interrupted and ends the call."""
+    async def _speak_as_said(self, said: asyncio.Queue[Segment | None], generation: int) -> bool:
+        """Speaks each sentence as the turn says it; True when anything was spoken."""
+        started = False
+        while (segment := await said.get()) is not None:
+            if generation != self._generation or self._ending:
+                continue
+            if not started:
+                started = True
+                await self.stop_ttfb_metrics()
+                await self.push_frame(LLMFullResponseStartFrame())
+            await self.push_frame(caption("assistant", segment.text, segment.emotion))
+            await self.push_frame(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)))
+        return started
+
+    async def speak(self, reply: SpokenReply, *, started: bool = False) -> None:
+        """Speak a reply (the rest of one begun as it was said, when `started`); a goodbye
+        (#end#) cannot be interrupted and ends the call."""
         ending = reply.end_call
         if ending:
             self._ending = True
             if self._on_end_call is not None:
                 self._on_end_call()
-        frames: list[Frame] = [LLMFullResponseStartFrame()]
+        frames: list[Frame] = [] if started else [LLMFullResponseStartFrame()]
         for segment in reply.segments:
             frames.append(caption("assistant", segment.text, segment.emotion))
             frames.append(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)))

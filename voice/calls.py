@@ -36,7 +36,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
 from chat import Person, Turns, detach
-from voice.agent import VoiceTurn
+from voice.agent import SPEAKING, VoiceTurn
 from voice.edge import DOMAIN_ERRORS, notice_for
 from voice.errors import CallInProgress, CallsBusy
 
@@ -185,8 +185,18 @@ def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
             if not said.done():
                 said.set_result(reply)
 
+        # Spoken as it goes when the agent awaiting this turn can (voice.agent.SPEAKING).
+        live = SPEAKING.get()
         turn = detach(
-            turns.post(call.person, text=text[:4000], channel=call.channel, zone=zone, on_reply=heard),  # type: ignore[arg-type]
+            turns.post(
+                call.person,
+                text=text[:4000],
+                channel=call.channel,  # type: ignore[arg-type]
+                zone=zone,
+                on_reply=heard,
+                on_say=live.say if live is not None else None,
+                stop=live.stop if live is not None else None,
+            ),
             name="voice-turn",
         )
         turn.add_done_callback(_report_after_reply(said, call.id))

@@ -43,12 +43,28 @@ def wanted(s: Situation) -> list[str]:
     return list(dict.fromkeys(named + topics))  # a topic is named by its specialist
 
 
+# Said on a call in the same answer as the first handoff, while the specialist works: what
+# will be done, never that it is done (chat.speaking drops a sentence that claims a result).
+ACKNOWLEDGEMENTS = {"en": "On it.", "id": "Oke, bentar ya."}
+
+
 def hand_on(s: Situation) -> Reply | None:
-    """The next specialist not yet handed this request, by calling its tool with the bare tag."""
+    """The next specialist not yet handed this request, by calling its tool with the bare tag.
+
+    On a call the first handoff comes with a short acknowledgement, and when one specialist
+    is all the request needs, Ava asks for its answer to be said as it is: she would only
+    repeat it."""
     handed = {name for name, _ in s.results if name in current_roster().by_name}
-    for name in wanted(s):
+    needed = wanted(s)
+    for name in needed:
         if name not in handed and name in s.tools:
-            return "", [call(name, {"tag": f"@{name}"})]
+            args: dict[str, object] = {"tag": f"@{name}"}
+            if not s.voice or handed:
+                return "", [call(name, args)]
+            if len(needed) == 1:
+                args["answer_directly"] = True
+            ack = ACKNOWLEDGEMENTS["id" if s.lang == "id" else "en"]
+            return _tagged(s, ack, "neutral"), [call(name, args)]
     return None
 
 

@@ -125,4 +125,5 @@ def zee_tools(
     choose: Choose, pending: PendingActions, *, person_id: str, run_id: str, by_wake_note: bool
 ) -> list[Tool]:
     zee = _Zee(choose, pending, person_id=person_id, run_id=run_id, by_wake=by_wake_note)
-    return [Tool(spec, getattr(zee, spec.name)) for spec in SPECS]
+    # Zee's first step is always the device list, whose ids every other tool needs.
+    return [Tool(spec, getattr(zee, spec.name), primed=spec.name == "list_devices") for spec in SPECS]

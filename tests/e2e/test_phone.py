@@ -79,16 +79,17 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
     assert me is not None
     status = await SandboxHome(app.services.pool).device_status(person_id=me.id, device_id="sbx-light-bedroom")
     assert status["switch_led"] is True
-    thread = await app.services.threads.page(me.id, before=None, after=None, limit=50)
+    async with asyncio.timeout(20):  # Zee's answer is written as its last words are said
+        while len(thread := await app.services.threads.page(me.id, before=None, after=None, limit=50)) < 3:
+            await asyncio.sleep(0.1)
     assert [(m.author, m.channel) for m in thread] == [
         ("human", "phone"),
         ("ava", "phone"),
         ("zee", "phone"),
-        ("ava", "phone"),
-    ]
+    ]  # Zee's answer was said as it is, with no relay from Ava
     assert "bedroom" in thread[0].text.lower()
     spoken = thread[-1]
-    assert spoken.text and "#" not in spoken.text and spoken.emotions == ("relieved",)
+    assert spoken.text and "#" not in spoken.text and "light" in spoken.text.lower()
 
 
 async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:

@@ -164,7 +164,10 @@ async def test_a_webrtc_call_switches_the_light_and_ava_answers_aloud_with_capti
         assert peer.answer["type"] == "answer" and peer.answer["pc_id"]
         await wait_for(
             peer.heard,
-            lambda h: h.of("transcript", "user") and h.of("transcript", "assistant") and peer.loud_frames() >= 25,
+            # The acknowledgement and then Zee's answer, said as it is.
+            lambda h: (
+                h.of("transcript", "user") and len(h.of("transcript", "assistant")) >= 2 and peer.loud_frames() >= 25
+            ),
             timeout_s=40,
         )
     await calls_end(app)
@@ -172,7 +175,7 @@ async def test_a_webrtc_call_switches_the_light_and_ava_answers_aloud_with_capti
     user = peer.heard.of("transcript", "user")
     assert "bedroom" in user[0]["text"].lower()
     assistant = peer.heard.of("transcript", "assistant")
-    assert assistant[0]["emotion"] == "relieved"
+    assert assistant[0]["text"] == "On it." and assistant[0]["emotion"] == "neutral"  # the acknowledgement
     assert "#" not in json.dumps(peer.heard.events)
 
     me = await app.services.people.get(await app.services.local_tokens.verify(headers["Authorization"][7:]))
@@ -184,10 +187,9 @@ async def test_a_webrtc_call_switches_the_light_and_ava_answers_aloud_with_capti
         ("human", "voice"),
         ("ava", "voice"),
         ("zee", "voice"),
-        ("ava", "voice"),
-    ]
+    ]  # Zee's answer was said as it is, with no relay from Ava
     assert "bedroom" in thread[0].text.lower()
-    assert thread[-1].text == assistant[0]["text"] and thread[-1].emotions == ("relieved",)
+    assert any(c["text"] == thread[-1].text for c in assistant[1:])
 
 
 async def test_goodbye_is_heard_in_full_then_the_server_hangs_up(app: App, base_url: str) -> None:

@@ -4,6 +4,7 @@ goodbye ends the call, and what a barge-in does to a reply in flight."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from pipecat.frames.frames import (
     AggregatedTextFrame,
@@ -18,8 +19,8 @@ from pipecat.frames.frames import (
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.tests.utils import SleepFrame, run_test
 
-from agents import SpokenReply, parse_spoken
-from voice.agent import AvaVoiceAgent
+from agents import Segment, SpokenReply, parse_spoken
+from voice.agent import SPEAKING, AvaVoiceAgent
 
 
 def said(text: str) -> LLMContextFrame:
@@ -97,3 +98,27 @@ async def test_a_turn_that_could_not_run_says_nothing() -> None:
 
     down, _ = await run_test(AvaVoiceAgent(refused), frames_to_send=[said("hello"), SleepFrame(0.1)])
     assert not any(isinstance(f, AggregatedTextFrame) for f in down)
+
+
+async def test_sentences_said_during_the_turn_are_spoken_at_once_and_a_barge_in_stops_the_generation() -> None:
+    stopped: list[bool] = []
+
+    async def streaming_turn(text: str) -> SpokenReply:
+        live = SPEAKING.get()
+        assert live is not None, "the agent lets its turn speak as it goes"
+        live.say(Segment("On it.", "neutral"))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(live.stop.wait(), timeout=2.0)  # the generation goes on until stopped
+        stopped.append(live.stop.is_set())
+        live.say(Segment("This comes after the person spoke.", None))
+        return SpokenReply((), end_call=False)
+
+    agent = AvaVoiceAgent(streaming_turn)
+    down, _ = await run_test(
+        agent, frames_to_send=[said("turn on the light"), SleepFrame(0.2), InterruptionFrame(), SleepFrame(0.2)]
+    )
+    assert stopped == [True], "the barge-in stopped the generation behind the speech"
+    spoken = [f for f in down if isinstance(f, AggregatedTextFrame)]
+    assert [(f.text, f.text_type) for f in spoken] == [("On it.", "emotion:neutral")]
+    kinds = [type(f) for f in down if isinstance(f, LLMFullResponseStartFrame | LLMFullResponseEndFrame)]
+    assert kinds == [LLMFullResponseStartFrame, LLMFullResponseEndFrame]

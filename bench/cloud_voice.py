@@ -1,0 +1,304 @@
+"""How long a person waits on the cloud path (issue 28): end of speech -> first reply
+audio, and -> the sentence that confirms the result, with Gemini simulated at its published
+latencies (bench.cloudsim) behind the product's real adapter, today's sequential pipeline
+beside the streaming one in the same run, and the sum of the simulated waits as the floor.
+
+What runs for real: the whole server as `avagenc serve` builds it (embedded PostgreSQL,
+turns, thread, wallet, the sandboxes, the `GeminiModel` adapter over HTTP to the simulated
+Gemini API, pointed at it by GEMINI_BASE_URL), and each turn as the call door runs it
+(`Turns.post` on the `voice` channel with the callbacks `voice.calls.voice_turn` gives it).
+The simulated Gemini decides what to say as the offline model would (Ava hands on, Zee
+calls the tool), at the pace of `bench/cloudsim/latency.py`.
+
+What is added, not run (measured at the turn level, from the transcript): hearing and
+speech. A turn starts when the transcript would be handed over (end of speech + hearing)
+and each sentence is heard when the voice would start it: its first audio comes the
+speech engine's first-audio time after the sentence was ready, and never before the
+sentence before it has been said (at SPEECH_CHARS_PER_S). Two sets of engines:
+"offline" (the landed offline pass's medians, constants) and "all simulated" (Google
+Speech-to-Text final result and streaming Text-to-Speech first byte, drawn per turn from
+their latency models). The Pipecat pipeline itself is not in the loop here;
+bench.voice_latency measures that path with the offline model.
+
+Modes, alternating turn by turn on the same server and simulator:
+- *today*: every model call waits for the whole answer, nothing is said until Ava's final
+  reply, Ava relays the specialist's answer (four calls for a home request);
+- *streaming*: calls stream, each finished sentence is said at once, Ava's acknowledgement
+  comes with her handoff, a lone specialist's answer is said as it is (no relay call).
+
+The floor of a moment is hearing + speech's first audio + every simulated model wait of
+the turn up to that moment: what the vendors alone cost, with nothing of ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from pydantic import SecretStr
+
+from agents import ModelRequest, Segment, SpokenReply
+from agents.offline.ava import ACKNOWLEDGEMENTS
+from app.server import Services, running
+from bench.cloudsim.gemini import Answer, Responder, SimulatedGemini, offline_responder
+from bench.cloudsim.latency import (
+    GEMINI_2_5_FLASH,
+    GOOGLE_STT_FINAL,
+    GOOGLE_TTS_STREAMING_FIRST_BYTE,
+    OFFLINE_HEARING_S,
+    OFFLINE_SPEECH_FIRST_AUDIO_S,
+)
+from settings import Settings
+
+# A voice reads about 15 characters a second (~150 words a minute): how long a sentence
+# keeps the next one waiting.
+SPEECH_CHARS_PER_S = 15.0
+ZONE = ZoneInfo("Asia/Jakarta")
+ACKS = frozenset(ACKNOWLEDGEMENTS.values())
+
+# (name, requests said in turn): a home request (Ava -> Zee -> tool), a question Ava
+# answers herself, a request for two specialists.
+SCENARIOS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("home request", ("turn on the bedroom light", "turn off the bedroom light")),
+    ("question for Ava", ("what time is it?", "what can you do?")),
+    (
+        "two specialists",
+        ("turn on the bedroom light and play some jazz", "turn off the bedroom light and stop the music"),
+    ),
+)
+MODES = ("today", "streaming")
+
+
+@dataclass
+class Heard:
+    ready_s: float  # after the turn began
+    segment: Segment
+
+
+@dataclass
+class TurnRecord:
+    scenario: str
+    mode: str
+    started: float
+    heard: list[Heard] = field(default_factory=list)
+    waits: list[tuple[float, float]] = field(default_factory=list)
+    model_calls: int = 0
+    answered: bool = True
+
+    def waited_until(self, ready_s: float) -> float:
+        """The simulated model time of this turn until `ready_s` after it began."""
+        until = self.started + ready_s
+        return sum(max(0.0, min(end, until) - max(start, self.started)) for start, end in self.waits)
+
+    def timings(self, hearing_s: float, first_audio_s: float) -> tuple[float, float, float, float] | None:
+        """(first audio, confirming sentence, their floors) after the end of speech."""
+        if not self.heard:
+            return None
+        said_until = 0.0
+        starts: list[tuple[float, Heard]] = []
+        for heard in self.heard:
+            start = max(hearing_s + heard.ready_s + first_audio_s, said_until)
+            said_until = start + len(heard.segment.text) / SPEECH_CHARS_PER_S
+            starts.append((start, heard))
+        first_at, first = starts[0]
+        confirming = next(((at, h) for at, h in starts if h.segment.text not in ACKS), starts[-1])
+        floor = hearing_s + first_audio_s
+        return (
+            first_at,
+            confirming[0],
+            floor + self.waited_until(first.ready_s),
+            floor + self.waited_until(confirming[1].ready_s),
+        )
+
+
+class Decisions:
+    """The simulated Gemini's answers: the offline model's, as the product's instructions
+    ask today (no acknowledgement, no direct answer) or with streaming's."""
+
+    def __init__(self) -> None:
+        self.mode = "today"
+        self._offline: Responder = offline_responder()
+
+    async def __call__(self, request: ModelRequest) -> Answer:
+        answer = await self._offline(request)
+        if self.mode == "today" and answer.calls:
+            calls = tuple(
+                type(c)(c.id, c.name, {k: v for k, v in c.args.items() if k != "answer_directly"}, c.signature)
+                for c in answer.calls
+            )
+            return Answer(text="", calls=calls, prompt_tokens=answer.prompt_tokens)
+        return answer
+
+
+async def one_turn(
+    services: Services, sim: SimulatedGemini, person_id: str, scenario: str, mode: str, text: str
+) -> TurnRecord:
+    person = await services.people.get(person_id)
+    assert person is not None
+    served_before = len(sim.served)
+    record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic())
+
+    def heard(reply: SpokenReply) -> None:
+        at = time.monotonic() - record.started
+        record.heard.extend(Heard(at, segment) for segment in reply.segments)
+
+    def say(segment: Segment) -> None:
+        record.heard.append(Heard(time.monotonic() - record.started, segment))
+
+    stop = asyncio.Event()
+    await services.turns.post(
+        person,
+        text=text,
+        channel="voice",
+        zone=ZONE,
+        on_reply=heard,
+        on_say=say if mode == "streaming" else None,
+        stop=stop if mode == "streaming" else None,
+    )
+    served = [s for s in sim.served[served_before:] if not s.structured]
+    record.waits = [w for s in served for w in s.waits]
+    record.model_calls = len(served)
+    record.answered = bool(record.heard)
+    return record
+
+
+def quantiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return (values[0], values[0]) if values else (float("nan"), float("nan"))
+    cuts = statistics.quantiles(values, n=20, method="inclusive")
+    return statistics.median(values), cuts[18]
+
+
+def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load: str) -> tuple[str, bool]:
+    lines = [
+        "## Voice on the cloud path (bench/cloud_voice.py)",
+        "",
+        f"Simulated Gemini 2.5 Flash (bench/cloudsim/latency.py), {len(records)} turns in {elapsed_s:.0f} s; {load}.",
+        "Measured at the turn level (see the module docstring): hearing and speech added per turn.",
+        "",
+        "| scenario | engines | mode | turns | calls/turn | first audio p50 / p95 | floor p50 "
+        "| confirming p50 / p95 | floor p50 | first audio vs today |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ok = True
+    for scenario, _ in SCENARIOS:
+        for engines in ("offline", "all simulated"):
+            today_p50 = float("nan")
+            for mode in MODES:
+                of = [r for r in records if r.scenario == scenario and r.mode == mode]
+                times = []
+                for r in of:
+                    if engines == "offline":
+                        hearing, speech = OFFLINE_HEARING_S, OFFLINE_SPEECH_FIRST_AUDIO_S
+                    else:
+                        hearing, speech = GOOGLE_STT_FINAL.draw(rng), GOOGLE_TTS_STREAMING_FIRST_BYTE.draw(rng)
+                    timing = r.timings(hearing, speech)
+                    if timing is not None:
+                        times.append(timing)
+                ok = ok and len(times) == len(of)
+                if not times:
+                    continue
+                first = quantiles([t[0] for t in times])
+                confirm = quantiles([t[1] for t in times])
+                floor_first = statistics.median(t[2] for t in times)
+                floor_confirm = statistics.median(t[3] for t in times)
+                calls = statistics.mean(r.model_calls for r in of)
+                if mode == "today":
+                    today_p50 = first[0]
+                versus = "1.00x" if mode == "today" else f"{first[0] / today_p50:.2f}x"
+                lines.append(
+                    f"| {scenario} | {engines} | {mode} | {len(times)} | {calls:.1f} "
+                    f"| {first[0] * 1000:.0f} / {first[1] * 1000:.0f} ms | {floor_first * 1000:.0f} ms "
+                    f"| {confirm[0] * 1000:.0f} / {confirm[1] * 1000:.0f} ms "
+                    f"| {floor_confirm * 1000:.0f} ms | {versus} |"
+                )
+    unanswered = sum(not r.answered for r in records)
+    lines += ["", f"Turns with nothing said: {unanswered}."]
+    return "\n".join(lines), ok and not unanswered
+
+
+@contextlib.asynccontextmanager
+async def product(sim: SimulatedGemini, home: Path) -> AsyncIterator[Services]:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        avagenc_home=home,
+        session_secret=SecretStr("bench-secret-" + "x" * 40),
+        gemini_api_key=SecretStr("simulated"),
+        gemini_base_url=sim.base_url,
+        gemini_retries_max=0,  # the simulator never fails; a retry would hide a bug
+        google_speech_credentials=None,
+        voice_preload=False,  # no call is made; the engines are not loaded
+        signup_grant_micros=10**15,
+    )
+    async with running(settings, deliver_wakes=False) as (services, _app):
+        yield services
+
+
+async def measure(args: argparse.Namespace) -> int:
+    decisions = Decisions()
+    started = time.monotonic()
+    load_before = _load()
+    with tempfile.TemporaryDirectory(prefix="cloud-voice-") as folder:
+        async with (
+            SimulatedGemini(decisions, latency=GEMINI_2_5_FLASH, seed=args.seed) as sim,
+            product(sim, Path(folder)) as services,
+        ):
+            people: dict[tuple[str, str], str] = {}
+            for scenario, _ in SCENARIOS:
+                for mode in MODES:
+                    person, _ = await services.people.sign_in_local(f"Budi {scenario} {mode}")
+                    await services.wallet.grant_signup(person.id)
+                    people[(scenario, mode)] = person.id
+            records: list[TurnRecord] = []
+            for index in range(args.turns + 1):  # the first round warms connections and caches
+                for scenario, requests in SCENARIOS:
+                    for mode in MODES if index % 2 else reversed(MODES):
+                        decisions.mode = mode
+                        text = requests[index % len(requests)]
+                        record = await one_turn(services, sim, people[(scenario, mode)], scenario, mode, text)
+                        if index:
+                            records.append(record)
+            verified = await services.ledger.verify()
+    elapsed = time.monotonic() - started
+    load = f"load average {load_before} before, {_load()} after (2 cores shared)"
+    text, ok = report(records, random.Random(args.seed), elapsed, load)
+    text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0 if ok and verified.ok else 1
+
+
+def _load() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=100, help="measured turns per scenario and mode")
+    parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument("--out", type=Path, default=None, help="also write the report here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    sys.exit(asyncio.run(measure(args)))
+
+
+if __name__ == "__main__":
+    main()
