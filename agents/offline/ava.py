@@ -34,8 +34,11 @@ def wanted(s: Situation) -> list[str]:
     team = current_roster()
     named = [m.lower() for m in team.mention.findall(s.request) if m.lower() in team.by_name]
     topics = topics_of(s.request)
-    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
+    intent = intent_of(s.request)
+    if not topics and intent in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
         return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
+    if not topics and not named and intent in ("capabilities", "who"):
+        return []  # "what can you do?" asks about the team, whoever spoke last: the lead answers
     if not topics and not named and s.previous_request and is_follow_up(s.request):
         topics = topics_of(s.previous_request)[-1:]
     if not topics and not named and (owner := owner_of(s.request)) is not None:
