@@ -190,6 +190,29 @@ _INDONESIAN = frozenset(
         "pengingat",
         "telepon",
         "buat",
+        "setel",
+        "setelin",
+        "liat",
+        "daftar",
+        "isi",
+        "isinya",
+        "punya",
+        "pindah",
+        "pindahin",
+        "alihin",
+        "balikin",
+        "aktif",
+        "gas",
+        "gaskeun",
+        "sip",
+        "yoi",
+        "lanjut",
+        "lanjutin",
+        "makanan",
+        "minuman",
+        "nama",
+        "namanya",
+        "alergi",
     ]
 )
 
@@ -341,7 +364,8 @@ def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
 
 def _marked(word: str) -> bool:
     """An Indonesian suffix, but not English "-ain" ("curtain", "again")."""
-    return len(word) > 5 and word.endswith(("in", "kan", "nya")) and not word.endswith("ain")
+    # "-ku", "-mu": my and your ("playlistku", "anakku", "favoritmu"), rare at an English word's end.
+    return len(word) > 5 and word.endswith(("in", "kan", "nya", "ku", "mu")) and not word.endswith("ain")
 
 
 def detect_language(text: str) -> Lang:
