@@ -281,6 +281,13 @@ _INDONESIAN = frozenset(
         "aku",
         "kirim",
         "subjek",
+        "nama",
+        "alergi",
+        "favoritmu",
+        "ulang",
+        "tahunmu",
+        "tinggal",
+        "kerja",
     ]
 )
 

@@ -213,6 +213,12 @@ _INDONESIAN = frozenset(
         "nama",
         "namanya",
         "alergi",
+        "ulang",
+        "tahun",
+        "tanggal",
+        "kapan",
+        "tinggal",
+        "kerja",
     ]
 )
 
