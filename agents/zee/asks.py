@@ -27,6 +27,7 @@ _OTHER_THINGS = {
     "fan": ("fan", "ceiling fan"),
     "heater": ("heater", "pemanas"),
     "garage door": ("garage door", "garasi"),
+    "gate": ("gate", "gerbang", "pagar"),
     "kettle": ("kettle", "coffee machine", "rice cooker"),
 }
 # Longest phrases first, so "kamar mandi" is a bathroom and not the bedroom.

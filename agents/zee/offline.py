@@ -28,7 +28,8 @@ HOME_WORDS = (
     "hidupin", "dim", "redupin", "redupkan", "brightness", "kecerahan", "tv", "television", "fan", "kipas", "heater",
     "door", "pintu", "home status", "everything off", "everything on", "semuanya mati", "semua mati", "the house",
     "rumah", "bedroom", "living room", "kitchen", "dapur", "ruang tamu", "kamar",
-    "pintunya", "front door", "lock", "unlock", "kunciin", "kuncikan", "kunci pintu", "buka kunci",
+    "pintunya", "front door", "lock", "unlock", "kunciin", "kuncikan", "kunci pintu", "buka kunci", "gate", "gerbang",
+    "garage door",
 )  # fmt: skip
 
 
@@ -175,12 +176,14 @@ class Plan:
 
 
 _EN_KIND = {"dj": "light", "kt": "AC", "cl": "curtain"}
+# Things a home may lack (agents/zee/asks.py `_OTHER_THINGS`), named in Indonesian.
+_OTHERS_ID = {"fan": "kipas", "heater": "pemanas", "garage door": "pintu garasi", "gate": "gerbang", "kettle": "ketel"}
 
 
 def _wanted(lang: Lang, ask: Ask) -> str:
     """What the person asked for, in their words: "kitchen light", "lampu dapur", "TV"."""
     if ask.others and not ask.kinds:
-        return ask.others[0]
+        return _OTHERS_ID.get(ask.others[0], ask.others[0]) if lang == "id" else ask.others[0]
     kind = ask.kinds[0] if ask.kinds else None
     room = ask.rooms[0] if ask.rooms else None
     if lang == "id":
