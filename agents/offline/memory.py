@@ -67,8 +67,9 @@ _TOPICS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("birthday", "ulang tahunku", "ultahku"), "birthday"),
 )
 _RELATION_ASKED = re.compile(
-    r"\b(?:who is|who's|whos|siapa(?: nama)?|what(?:'s| is|s) (?:the name of )?) ?(?:my )?(wife|husband|partner|girlfriend|"
-    r"boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|child|kid|istri|suami|pacar|adik|"
+    r"\b(?:who is|who's|whos|siapa(?: nama)?|what(?:'s| is|s) (?:the name of )?) ?(?:my )?"
+    r"(wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|"
+    r"child|kid|istri|suami|pacar|adik|"
     r"kakak|ibu|ayah|bos|sahabat|anak)(?:ku)?(?:'s name)?\b",
     re.IGNORECASE,
 )
@@ -94,9 +95,7 @@ _SAY_ID = {
     "dislikes": "kamu nggak suka {obj}",
     "birthday": "ulang tahunmu {obj}",
 }
-_QUESTION = re.compile(
-    r"\?\s*$|^(what|whats|who|whos|where|wheres|when|which|do you|apa|siapa|kapan)\b", re.IGNORECASE
-)
+_QUESTION = re.compile(r"\?\s*$|^(what|whats|who|whos|where|wheres|when|which|do you|apa|siapa|kapan)\b", re.IGNORECASE)
 
 
 def _pick(lang: Lang, en: str, id_: str) -> str:

@@ -108,8 +108,8 @@ _PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin
 _TRACKS_OF = ("what's on", "what is on", "what's in", "what is in", "songs", "tracks", "isi", "isinya", "lagu apa",
               "lagu2", "lagunya apa", "apa aja lagunya", "lagu-lagu", "show me", "liat", "lihat")  # fmt: skip
 _MOVE = ("move", "switch", "transfer", "send", "put", "back to", "continue on", "pindah", "pindahin", "balikin",
-         "kembalikan", "taruh",
-         "pindahkan", "alihkan", "alihin", "lanjutin di", "lanjutkan di", "puterin di", "putar di", "setel di")  # fmt: skip
+         "kembalikan", "taruh", "pindahkan", "alihkan", "alihin", "lanjutin di", "lanjutkan di", "puterin di",
+         "putar di", "setel di")  # fmt: skip
 _DEVICE_ASK = ("devices", "device", "speakers", "perangkat", "where can i play", "what can i play on",
                "bisa muter di mana", "bisa diputar di mana", "muter di mana aja", "speaker apa", "speakers do i have",
                "play music on", "speaker")  # fmt: skip
@@ -310,9 +310,9 @@ def _playlist(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
         if not playlists:
             return _pick(lang, f"You have no playlists yet{where}.", f"Kamu belum punya playlist{where}."), []
         if wants_play:
-            return _pick(
-                lang, f"Which playlist: {names}?", f"Playlist yang mana: {names}?"
-            ).replace(" and ", " or ").replace(" dan ", " atau "), []
+            return _pick(lang, f"Which playlist: {names}?", f"Playlist yang mana: {names}?").replace(
+                " and ", " or "
+            ).replace(" dan ", " atau "), []
         count = len(playlists)
         return _pick(
             lang,

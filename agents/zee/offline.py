@@ -335,11 +335,10 @@ def answer(s: Situation) -> Reply | None:
             lang, f"Okay, I'll leave {label(lang, device)} as it is.", f"Oke, {label(lang, device)} nggak aku ubah."
         ), []
     status = {c["code"]: c["value"] for c in proposal.get("commands", [])}
-    where = in_language(lang, " in your sandbox home", " di rumah sandbox-mu") if done.get("account") == "sandbox" else ""
-    state = describe(lang, device, status, set())
-    return in_language(
-        lang, f"Done: {label(lang, device)} is {state}{where}.", f"Beres, {label(lang, device)} sekarang {state}{where} ya."
-    ), []
+    sandbox = done.get("account") == "sandbox"
+    where = in_language(lang, " in your sandbox home", " di rumah sandbox-mu") if sandbox else ""
+    state, name = describe(lang, device, status, set()), label(lang, device)
+    return in_language(lang, f"Done: {name} is {state}{where}.", f"Beres, {name} sekarang {state}{where} ya."), []
 
 
 def home(s: Situation) -> Reply | None:
