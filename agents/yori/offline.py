@@ -220,6 +220,9 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
         if name == "play" and "active" in str(last["error"]) and s.last_result("my_devices") is None:
             return "", [call("my_devices", {})]
         return _failed(lang, str(last["error"]))
+    if kind == "play" and has_any(s.previous_request, _PLAYLIST):
+        # Right after the playlists were talked about, "play Focus" may name one of them.
+        return _playlist(s, lang, otherwise=str(value))
     if kind == "play":
         return _play(s, lang, str(value))
     if kind == "playlist":
@@ -296,14 +299,17 @@ def _titles(lang: Lang, names: list[str]) -> list[str]:
     return [f"“{n}”" for n in names] if lang == "id" else names
 
 
-def _playlist(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
-    """Play a playlist, list what is on one, or list them all: the playlists are read first."""
+def _playlist(s: Situation, lang: Lang, otherwise: str | None = None) -> tuple[str, list[FunctionCall]]:
+    """Play a playlist, list what is on one, or list them all: the playlists are read first.
+    `otherwise`: what to search for and play when no playlist is named after all."""
     listing = s.last_result("my_playlists")
     if listing is None:
         return "", [call("my_playlists", {})]
     playlists: list[dict[str, Any]] = listing.get("playlists", [])
     where = _where(lang, listing)
     chosen = _named_playlist(s.request, playlists)
+    if chosen is None and otherwise is not None:
+        return _play(s, lang, otherwise)
     names = join(lang, _titles(lang, [str(p["name"]) for p in playlists]))
     wants_play = has_any(s.request, _PLAY_VERB) and not has_any(s.request, _TRACKS_OF)
     if chosen is None:
