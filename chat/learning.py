@@ -138,7 +138,9 @@ class Learning:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 for _ in range(_ROUNDS_MAX):
-                    learned = await self._drain_person(person_id)
+                    # Waits for the worker when it is learning this very person right now:
+                    # returning at once would answer before the fact it is reading is known.
+                    learned = await self._drain_person(person_id, wait=True)
                     total += learned
                     if not learned:
                         break
@@ -161,9 +163,12 @@ class Learning:
         finally:
             await self._pool.release(conn)
 
-    async def _drain_person(self, person_id: str) -> int:
+    async def _drain_person(self, person_id: str, *, wait: bool = False) -> int:
         async with self._pool.acquire() as conn:
-            if not await conn.fetchval(_TRY_LOCK_SQL, person_id):
+            if wait:
+                # A cancelled wait leaves no lock behind: asyncpg's release resets the session's advisory locks.
+                await conn.execute(_LOCK_SQL, person_id)
+            elif not await conn.fetchval(_TRY_LOCK_SQL, person_id):
                 return 0
             try:
                 return await self._ingest_batch(conn, person_id)

@@ -281,6 +281,13 @@ _INDONESIAN = frozenset(
         "aku",
         "kirim",
         "subjek",
+        "nama",
+        "alergi",
+        "favoritmu",
+        "ulang",
+        "tahunmu",
+        "tinggal",
+        "kerja",
     ]
 )
 
@@ -529,19 +536,27 @@ _EMPTY_SLOT = re.compile(r"\s[,.;:!?](?:\s|$)|\(\s*\)|“\s*”")
 _TWO_WHENS = re.compile(r"\bto (?:tomorrow|today|tonight)\b", re.IGNORECASE)
 
 
+def sentence_fault(reply: str) -> str | None:
+    """What reads wrong in one reply ("a doubled word: 'to to'"), or None."""
+    # Quoted lines and titles are the person's data as written, not the reply's template.
+    own = "\n".join(line for line in reply.splitlines() if not line.lstrip().startswith(("> ", "- ")))
+    text = re.sub(r"“[^”]*”", "“x”", _TAG.sub(" ", own))
+    for pattern, what in ((_DOUBLED, "a doubled word"), (_DANGLING, "a dangling word"),
+                          (_EMPTY_SLOT, "an empty slot"), (_TWO_WHENS, "a time in the task")):  # fmt: skip
+        found = pattern.search(text)
+        if found:
+            return f"{what}: {found.group(0).strip()!r}"
+    return None
+
+
 @register("reads_as_sentences", "no reply doubles a word, leaves one dangling, or leaves a slot empty", _boolean)
 async def _check_sentences(o: Observation, expected: bool) -> str | None:
     if not expected:
         return None
     for message in o.replies:
-        # Quoted lines and titles are the person's data as written, not the reply's template.
-        own = "\n".join(line for line in message["text"].splitlines() if not line.lstrip().startswith(("> ", "- ")))
-        text = re.sub(r"“[^”]*”", "“x”", _TAG.sub(" ", own))
-        for pattern, what in ((_DOUBLED, "a doubled word"), (_DANGLING, "a dangling word"),
-                              (_EMPTY_SLOT, "an empty slot"), (_TWO_WHENS, "a time in the task")):  # fmt: skip
-            found = pattern.search(text)
-            if found:
-                return f"{message['author']}: {message['text']!r} has {what}: {found.group(0).strip()!r}"
+        fault = sentence_fault(message["text"])
+        if fault:
+            return f"{message['author']}: {message['text']!r} has {fault}"
     return None
 
 

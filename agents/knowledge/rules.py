@@ -217,6 +217,22 @@ _BIRTHDAY = [
 ]
 
 
+# What a person named just before is said to be, with a pronoun in their place ("my daughter
+# is Nay and she's allergic to peanuts", "anakku Nay, dia alergi kacang").
+_THEY = r"(?:she|he|they|dia|beliau)"
+_THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("allergic_to", "is allergic to", re.compile(
+        rf"\b{_THEY}(?:'s| is| are|'re)? (?:very |severely |really |a bit )?allergic to (?P<obj>.+)", re.I)),
+    ("allergic_to", "is allergic to", re.compile(
+        rf"\b{_THEY} (?:punya )?alergi(?: sama| terhadap| dengan)? (?P<obj>.+)", re.I)),
+    ("likes", "likes", re.compile(
+        rf"\b{_THEY} (?:really )?(?:likes|loves|like|love|suka banget sama|suka banget|suka sama|suka) (?P<obj>.+)",
+        re.I)),
+    ("lives_in", "lives in", re.compile(rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I)),
+    ("works_at", "works at", re.compile(rf"\b{_THEY} (?:works|work|kerja|bekerja) (?:at|for|di) (?P<obj>.+)", re.I)),
+)  # fmt: skip
+
+
 def _clean(raw: str) -> str | None:
     """The object a pattern caught, cut at the clause's end and stripped of fillers."""
     text = _OBJECT_END.split(raw, maxsplit=1)[0].strip(" '\"")
@@ -302,6 +318,7 @@ class _Reader:
                 if rule(self, message.id, clause):
                     break
             self._people(message.id, clause)
+            self._theirs(message.id, clause)
 
     def favourite(self, message_id: str, clause: str) -> bool:
         for pattern in _FAVOURITE:
@@ -384,6 +401,20 @@ class _Reader:
                 self._claim(message_id, "birthday", Mention(obj, "event"), text, "birthday")
                 return True
         return False
+
+    def _theirs(self, message_id: str, clause: str) -> None:
+        """A fact about the person last named in this message, said with a pronoun."""
+        named = [c for c in self.claims if c.message_id == message_id and c.object.type == "person"]
+        if not named:
+            return
+        who = Mention(named[-1].object.name, "person")
+        for relation, phrase, pattern in _THEIR_FACTS:
+            match = pattern.search(clause)
+            if match and (objects := _items(match.group("obj"))):
+                for thing in objects:
+                    kind: EntityType = _food_or(thing, "thing")
+                    self._claim(message_id, relation, Mention(thing, kind), f"{who.name} {phrase} {thing}", None, who)
+                return
 
     def _people(self, message_id: str, clause: str) -> None:
         for pattern in _PEOPLE:

@@ -34,11 +34,17 @@ def wanted(s: Situation) -> list[str]:
     team = current_roster()
     named = [m.lower() for m in team.mention.findall(s.request) if m.lower() in team.by_name]
     topics = topics_of(s.request)
-    if not topics and intent_of(s.request) in ("greeting", "how_are_you", "thanks", "goodbye", "time"):
-        return []  # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on
+    intent = intent_of(s.request)
+    owner = owner_of(s.request) if not topics else None
+    if not topics and intent in ("greeting", "how_are_you", "thanks", "goodbye", "time") and owner is None:
+        # "@zee @yori hello", "thanks!" are small talk for the lead, not work to hand on; but
+        # "balesin Budi bilang makasih ya" is a reply for Rafal to send, thanks inside it or not.
+        return []
+    if not topics and not named and intent in ("capabilities", "who"):
+        return []  # "what can you do?" asks about the team, whoever spoke last: the lead answers
     if not topics and not named and s.previous_request and is_follow_up(s.request):
         topics = topics_of(s.previous_request)[-1:]
-    if not topics and not named and (owner := owner_of(s.request)) is not None:
+    if not topics and not named and owner is not None:
         return [owner]  # a request the specialist's own rules recognise ("skip this one")
     return list(dict.fromkeys(named + topics))  # a topic is named by its specialist
 

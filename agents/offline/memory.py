@@ -67,8 +67,9 @@ _TOPICS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("birthday", "ulang tahunku", "ultahku"), "birthday"),
 )
 _RELATION_ASKED = re.compile(
-    r"\b(?:who is|who's|siapa(?: nama)?|what(?:'s| is) (?:the name of )?) ?(?:my )?(wife|husband|partner|girlfriend|"
-    r"boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|child|kid|istri|suami|pacar|adik|"
+    r"\b(?:who is|who's|whos|siapa(?: nama)?|what(?:'s| is|s) (?:the name of )?) ?(?:my )?"
+    r"(wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|"
+    r"child|kid|istri|suami|pacar|adik|"
     r"kakak|ibu|ayah|bos|sahabat|anak)(?:ku)?(?:'s name)?\b",
     re.IGNORECASE,
 )
@@ -94,7 +95,7 @@ _SAY_ID = {
     "dislikes": "kamu nggak suka {obj}",
     "birthday": "ulang tahunmu {obj}",
 }
-_QUESTION = re.compile(r"\?\s*$|^(what|who|where|when|which|do you|apa|siapa|kapan)\b", re.IGNORECASE)
+_QUESTION = re.compile(r"\?\s*$|^(what|whats|who|whos|where|wheres|when|which|do you|apa|siapa|kapan)\b", re.IGNORECASE)
 
 
 def _pick(lang: Lang, en: str, id_: str) -> str:
@@ -121,10 +122,32 @@ def _query(request: str) -> str | None:
     return _RELATIONS_ID.get(relation.group(1).lower(), relation.group(1).lower()) if relation else None
 
 
+# The people in a person's life, said in Indonesian ("nama anakmu Nay").
+_RELATION_SAY_ID = {
+    "child": "anak", "daughter": "anak perempuan", "son": "anak laki-laki", "wife": "istri", "husband": "suami",
+    "partner": "pacar", "girlfriend": "pacar", "boyfriend": "pacar", "mother": "ibu", "father": "ayah",
+    "sister": "saudara perempuan", "brother": "saudara laki-laki", "younger sibling": "adik", "older sibling": "kakak",
+    "boss": "bos", "best friend": "sahabat", "friend": "teman", "cousin": "sepupu", "colleague": "rekan kerja",
+}  # fmt: skip
+# Someone else's fact ("Nay is allergic to peanuts"), said in Indonesian.
+_THEIR_SAY_ID = {
+    "allergic_to": ("is allergic to", "alergi"),
+    "likes": ("likes", "suka"),
+    "lives_in": ("lives in", "tinggal di"),
+    "works_at": ("works at", "kerja di"),
+}
+
+
 def _indonesian(fact: dict[str, Any], name: str) -> str | None:
     """The fact in Indonesian, second person, for the relations Ava knows how to say."""
     text, obj, relation = str(fact["text"]), str(fact["object"]), str(fact["relation"])
-    if not text.startswith(name):
+    kin = re.match(rf"^(.+) is {re.escape(name)}'s (.+)$", text) if name else None
+    if kin and kin.group(2) in _RELATION_SAY_ID:
+        return f"nama {_RELATION_SAY_ID[kin.group(2)]}mu {kin.group(1)}"
+    if not text.startswith(name) or not name:
+        said = _THEIR_SAY_ID.get(relation)
+        if said and f" {said[0]} " in text:
+            return text.replace(f" {said[0]} ", f" {said[1]} ", 1)
         return None
     if relation == "favourite":
         category = re.search(r"favourite (.+) is ", text)

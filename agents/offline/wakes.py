@@ -98,6 +98,10 @@ def _kind(request: str) -> str | None:
     return None
 
 
+_EVENING = re.compile(r"\b(?:tonight|this evening|nanti malam|malam ini|this afternoon|sore ini|nanti sore)\b", re.I)
+_TOMORROW = re.compile(r"\b(?:tomorrow|besok)\b", re.I)
+
+
 def _number(token: str) -> int:
     return int(token) if token.isdigit() else _NUMBERS[token.lower()]
 
@@ -117,9 +121,13 @@ def _when(request: str, now: datetime) -> datetime | None:
             hour += 12
         elif half in ("am", "pagi") and hour == 12:
             hour = 0
+        elif not half and hour < 12 and _EVENING.search(request):
+            hour += 12  # "tonight at 9", "nanti malam jam 8": the evening's hour
         if hour > 23 or minute > 59:
             return None
         at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if _TOMORROW.search(request):
+            return at + timedelta(days=1)  # "tomorrow at 7am" said at 3am is tomorrow's, not today's
         return at if at > now else at + timedelta(days=1)
     return None
 

@@ -190,6 +190,35 @@ _INDONESIAN = frozenset(
         "pengingat",
         "telepon",
         "buat",
+        "setel",
+        "setelin",
+        "liat",
+        "daftar",
+        "isi",
+        "isinya",
+        "punya",
+        "pindah",
+        "pindahin",
+        "alihin",
+        "balikin",
+        "aktif",
+        "gas",
+        "gaskeun",
+        "sip",
+        "yoi",
+        "lanjut",
+        "lanjutin",
+        "makanan",
+        "minuman",
+        "nama",
+        "namanya",
+        "alergi",
+        "ulang",
+        "tahun",
+        "tanggal",
+        "kapan",
+        "tinggal",
+        "kerja",
     ]
 )
 
@@ -222,8 +251,31 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "bisa apa saja",
         "bisa ngapain",
         "kalian bisa apa",
+        "what can you help with",
+        "what else can you do",
+        "what are you able to do",
+        "what can u do",
+        "apa yang bisa kamu lakukan",
+        "apa yang bisa kamu lakuin",
+        "apa aja yang bisa kamu lakuin",
+        "apa yang kamu bisa",
+        "bisa bantu apa",
+        "bisa bantu apa aja",
+        "kamu bisa ngapain aja",
+        "lo bisa apa",
+        "lu bisa apa",
     ),
-    "who": ("who are you", "kamu siapa", "siapa kamu", "who's here", "who is here", "siapa aja", "siapa saja"),
+    "who": (
+        "who are you",
+        "who r u",
+        "kamu siapa",
+        "siapa kamu",
+        "kamu itu siapa",
+        "who's here",
+        "who is here",
+        "siapa aja",
+        "siapa saja",
+    ),
     "how_are_you": ("how are you", "how's it going", "how are things", "apa kabar", "gimana kabarmu", "kabarnya"),
     "time": ("what time is it", "what's the time", "jam berapa", "what day is it", "hari apa", "tanggal berapa"),
     "greeting": (
@@ -318,7 +370,8 @@ def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
 
 def _marked(word: str) -> bool:
     """An Indonesian suffix, but not English "-ain" ("curtain", "again")."""
-    return len(word) > 5 and word.endswith(("in", "kan", "nya")) and not word.endswith("ain")
+    # "-ku", "-mu": my and your ("playlistku", "anakku", "favoritmu"), rare at an English word's end.
+    return len(word) > 5 and word.endswith(("in", "kan", "nya", "ku", "mu")) and not word.endswith("ain")
 
 
 def detect_language(text: str) -> Lang:

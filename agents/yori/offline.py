@@ -14,13 +14,15 @@ from typing import Any, Literal
 
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
-from agents.offline.words import DEVICE_WORDS, Lang, has_any, words_of
+from agents.offline.words import DEVICE_WORDS, Lang, has_any, is_question, join, words_of
 
 # Words that put a clause in music; with a device word, "play" is not about music.
 MUSIC_WORDS = (
     "music", "song", "songs", "play", "pause", "skip", "next track", "next song", "volume", "spotify", "playlist",
     "playing", "jazz", "musik", "lagu", "lagunya", "putar", "puterin", "putarkan", "setel", "jeda",
     "louder", "quieter", "softer", "volumenya", "suaranya", "gedein", "kecilin", "kecilkan", "keraskan", "kerasin",
+    "playlists", "playlistku", "playlistnya", "daftar putar", "speaker", "speakers", "speakernya", "musiknya",
+    "musikku", "laguku",
 )  # fmt: skip
 
 
@@ -28,7 +30,9 @@ def claims(clause: str) -> bool:
     return has_any(clause, MUSIC_WORDS) and not has_any(clause, DEVICE_WORDS)
 
 
-Want = Literal["play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing"]
+Want = Literal[
+    "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move"
+]  # fmt: skip
 
 _NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan")
 _PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
@@ -98,7 +102,40 @@ def _mood(query: str) -> str:
     return query
 
 
+# Playlists, the person's playback devices, and moving what plays from one to another.
+_PLAYLIST = ("playlist", "playlists", "playlistku", "playlistnya", "playlist2", "daftar putar", "mixtape")
+_PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle")
+_TRACKS_OF = ("what's on", "what is on", "what's in", "what is in", "songs", "tracks", "isi", "isinya", "lagu apa",
+              "lagu2", "lagunya apa", "apa aja lagunya", "lagu-lagu", "show me", "liat", "lihat")  # fmt: skip
+_MOVE = ("move", "switch", "transfer", "send", "put", "back to", "continue on", "pindah", "pindahin", "balikin",
+         "kembalikan", "taruh", "pindahkan", "alihkan", "alihin", "lanjutin di", "lanjutkan di", "puterin di",
+         "putar di", "setel di")  # fmt: skip
+_DEVICE_ASK = ("devices", "device", "speakers", "perangkat", "where can i play", "what can i play on",
+               "bisa muter di mana", "bisa diputar di mana", "muter di mana aja", "speaker apa", "speakers do i have",
+               "play music on", "speaker")  # fmt: skip
+# How people name a playback device, and the words of its name they mean.
+_DEVICE_ALIASES = {
+    "hp": "phone", "handphone": "phone", "hape": "phone", "ponsel": "phone", "phone": "phone", "telepon": "phone",
+    "speaker": "speaker", "speakers": "speaker", "speakernya": "speaker", "spiker": "speaker",
+    "ruang tamu": "living room", "living room": "living room", "lounge": "living room",
+}  # fmt: skip
+
+
+def _device_words(request: str) -> set[str]:
+    """The words of a device's name the request points at ("speaker ruang tamu": speaker, living room)."""
+    padded = words_of(request)
+    return {name for alias, name in _DEVICE_ALIASES.items() if f" {alias} " in padded}
+
+
 def _want(request: str) -> tuple[Want, Any] | None:
+    if has_any(request, _PLAYLIST):
+        return "playlist", None
+    named = _device_words(request)
+    if named and (has_any(request, _MOVE) or has_any(request, _PLAY_VERB)) and not is_question(request):
+        return "move", named
+    asking = ("list", "show", "daftar", "which", "what", "apa aja", "apa saja", "mana aja", "mana saja")
+    if has_any(request, _DEVICE_ASK) and (is_question(request) or has_any(request, asking)):
+        return "devices", None
     volume = _VOLUME.search(request)
     if volume:
         return "volume", int(volume.group(1))
@@ -183,8 +220,17 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
         if name == "play" and "active" in str(last["error"]) and s.last_result("my_devices") is None:
             return "", [call("my_devices", {})]
         return _failed(lang, str(last["error"]))
+    if kind == "play" and has_any(s.previous_request, _PLAYLIST):
+        # Right after the playlists were talked about, "play Focus" may name one of them.
+        return _playlist(s, lang, otherwise=str(value))
     if kind == "play":
         return _play(s, lang, str(value))
+    if kind == "playlist":
+        return _playlist(s, lang)
+    if kind == "devices":
+        return _devices(s, lang)
+    if kind == "move":
+        return _move(s, lang, set(value))
     if kind == "louder":
         return _louder(s, lang, int(value))
     if not s.results:
@@ -239,3 +285,124 @@ def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall
         return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
     percent = max(0, min(100, int(device.get("volume") or 0) + step))
     return "", [call("set_volume", {"percent": percent})]
+
+
+def _named_playlist(request: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The playlist the request names ("my focus playlist", "playlist Road Trip"), if any."""
+    said = set(words_of(request).split())
+    fits = [p for p in playlists if set(words_of(str(p["name"])).split()) <= said]
+    return max(fits, key=lambda p: len(str(p["name"])), default=None)
+
+
+def _titles(lang: Lang, names: list[str]) -> list[str]:
+    # In Indonesian a name is quoted: it is data, not words of the sentence.
+    return [f"“{n}”" for n in names] if lang == "id" else names
+
+
+def _playlist(s: Situation, lang: Lang, otherwise: str | None = None) -> tuple[str, list[FunctionCall]]:
+    """Play a playlist, list what is on one, or list them all: the playlists are read first.
+    `otherwise`: what to search for and play when no playlist is named after all."""
+    listing = s.last_result("my_playlists")
+    if listing is None:
+        return "", [call("my_playlists", {})]
+    playlists: list[dict[str, Any]] = listing.get("playlists", [])
+    where = _where(lang, listing)
+    chosen = _named_playlist(s.request, playlists)
+    if chosen is None and otherwise is not None:
+        return _play(s, lang, otherwise)
+    names = join(lang, _titles(lang, [str(p["name"]) for p in playlists]))
+    wants_play = has_any(s.request, _PLAY_VERB) and not has_any(s.request, _TRACKS_OF)
+    if chosen is None:
+        if not playlists:
+            return _pick(lang, f"You have no playlists yet{where}.", f"Kamu belum punya playlist{where}."), []
+        if wants_play:
+            return _pick(lang, f"Which playlist: {names}?", f"Playlist yang mana: {names}?").replace(
+                " and ", " or "
+            ).replace(" dan ", " atau "), []
+        count = len(playlists)
+        return _pick(
+            lang,
+            f"You have {count} playlist{'s' if count != 1 else ''}{where}: {names}.",
+            f"Kamu punya {count} playlist{where}: {names}.",
+        ), []
+    title = _titles(lang, [str(chosen["name"])])[0]
+    if wants_play:
+        done, name = s.last_result("play"), s.results[-1][0]
+        if done is not None and "error" not in done:
+            return _pick(
+                lang, f"Now playing your {title} playlist{_where(lang, done)}.",
+                f"Sekarang muter playlist {title}{_where(lang, done)}.",
+            ), []  # fmt: skip
+        if name == "my_devices":
+            devices = s.results[-1][1].get("devices", [])
+            if not devices:
+                return _pick(lang, "Open Spotify on a device first.", "Buka Spotify dulu ya."), []
+            return "", [call("play", {"context_uri": chosen["uri"], "device_id": devices[0]["id"]})]
+        return "", [call("play", {"context_uri": chosen["uri"]})]
+    found = s.last_result("playlist_tracks")
+    if found is None:
+        return "", [call("playlist_tracks", {"playlist_id": chosen["id"]})]
+    # Titles quoted in both languages: a list of names is data ("Senja di Jakarta" is no Indonesian in English).
+    tracks = [f"“{t['name']}”" for t in found.get("tracks", [])][:_LISTED_MAX]
+    if not tracks:
+        return _pick(lang, f"{title} is empty.", f"Playlist {title} masih kosong."), []
+    return _pick(
+        lang, f"On {title}: {join(lang, tracks)}.", f"Isi playlist {title}: {join(lang, tracks)}."
+    ), []  # fmt: skip
+
+
+_LISTED_MAX = 10
+
+
+def _device_said(lang: Lang, device: dict[str, Any]) -> str:
+    name = str(device["name"])
+    return f"the {name.lower()}" if lang == "en" else f"“{name}”"
+
+
+def _devices(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    """Where the person can play: each device, which one is active and at what volume."""
+    listing = s.last_result("my_devices")
+    if listing is None:
+        return "", [call("my_devices", {})]
+    devices: list[dict[str, Any]] = listing.get("devices", [])
+    if not devices:
+        return _pick(
+            lang, "No device is open right now: open Spotify on one first.", "Belum ada perangkat yang kebuka."
+        ), []
+    said = []
+    for d in devices:
+        state = (
+            _pick(lang, f" (playing here, volume {d.get('volume')}%)", f" (aktif, volume {d.get('volume')}%)")
+            if d.get("is_active")
+            else ""
+        )
+        said.append(_device_said(lang, d) + state)
+    sandbox = listing.get("account") == "sandbox"
+    return _pick(
+        lang,
+        ("On your sandbox player you" if sandbox else "You") + f" can play on {join(lang, said)}.",
+        f"Kamu bisa muter di {join(lang, said)}" + (", di pemutar sandbox-mu." if sandbox else "."),
+    ), []
+
+
+def _move(s: Situation, lang: Lang, named: set[str]) -> tuple[str, list[FunctionCall]]:
+    """Move what plays to the device the person named: read the devices, then transfer."""
+    listing = s.last_result("my_devices")
+    if listing is None:
+        return "", [call("my_devices", {})]
+    devices: list[dict[str, Any]] = listing.get("devices", [])
+    padded = {d["id"]: words_of(str(d["name"])) for d in devices}
+    fits = [d for d in devices if all(f" {w} " in padded[d["id"]] for w in named)]
+    if len(fits) != 1:
+        options = join(lang, [_device_said(lang, d) for d in fits or devices])
+        options = options.replace(" and ", " or ").replace(" dan ", " atau ")
+        return _pick(lang, f"Which device: {options}?", f"Perangkat yang mana: {options}?"), []
+    target = fits[0]
+    done = s.last_result("transfer_playback")
+    if done is None:
+        return "", [call("transfer_playback", {"device_id": target["id"], "play": True})]
+    return _pick(
+        lang,
+        f"Moved the music to {_device_said(lang, target)}{_where(lang, done)}.",
+        f"Udah aku pindahin musiknya ke {_device_said(lang, target)}{_where(lang, done)}.",
+    ), []

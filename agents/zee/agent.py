@@ -14,7 +14,7 @@ from agents.offline.skillset import SkillSet
 from agents.roster import AgentSpec
 from agents.specialist import LiveParts, Port, Specialist, Vendor, VendorSettings
 from agents.zee.home import SmartHome
-from agents.zee.offline import claims, home
+from agents.zee.offline import answer, claims, home
 from agents.zee.sandbox import SandboxHome
 from agents.zee.tools import zee_tools
 from agents.zee.tuya import TuyaHome
@@ -92,7 +92,7 @@ SPECIALIST: Specialist[SmartHome] = Specialist(
     ),
     offline=SkillSet(
         claims=claims,
-        skills=(home,),
+        skills=(answer, home),
         not_yet=(
             "I can't control your home yet: no smart-home service is connected here.",
             "Maaf, aku belum bisa ngatur rumahmu: belum ada layanan rumah pintar yang tersambung di sini.",

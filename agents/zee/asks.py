@@ -18,15 +18,16 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "dj": ("light", "lights", "lamp", "lamps", "lampu", "lampunya", "bulb"),
     "kt": ("ac", "acnya", "aircon", "air con", "air conditioner", "air conditioning"),
     "cl": ("curtain", "curtains", "gorden", "gordennya", "tirai", "blind", "blinds"),
+    "ms": ("door", "front door", "lock", "door lock", "pintu", "pintunya", "pintu depan", "kunci pintu"),
 }
-KIND_ID = {"dj": "lampu", "kt": "AC", "cl": "gorden"}
+KIND_ID = {"dj": "lampu", "kt": "AC", "cl": "gorden", "ms": "kunci pintu"}
 # Things people ask for that this home may not have: asked about, never guessed at.
 _OTHER_THINGS = {
     "TV": ("tv", "television", "televisi"),
     "fan": ("fan", "ceiling fan"),
     "heater": ("heater", "pemanas"),
-    "door lock": ("door", "lock", "pintu", "kunci"),
-    "garage door": ("garage door",),
+    "garage door": ("garage door", "garasi"),
+    "gate": ("gate", "gerbang", "pagar"),
     "kettle": ("kettle", "coffee machine", "rice cooker"),
 }
 # Longest phrases first, so "kamar mandi" is a bathroom and not the bedroom.
@@ -54,7 +55,7 @@ ROOM_ID = {
 }
 _PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "semuanya", "everything", "every")
 _EVERYTHING = ("everything", "all devices", "semuanya", "semua perangkat", "all of them")
-_TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat")
+_TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat", "set to", "disetel")
 _OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
@@ -122,6 +123,10 @@ def _actions(text: str) -> tuple[Action, ...]:
     speed = _fan_speed(text)
     if speed:
         found.append(Action("fan", speed))
+    lock = _lock(text)
+    if lock is not None:
+        found.append(Action("lock", lock))
+        return tuple(found)
     found += _curtain(text, pct) + _brightness(text, pct, found)
     colour = _colour(text, pct)
     if colour is not None:
@@ -139,6 +144,20 @@ def _actions(text: str) -> tuple[Action, ...]:
     elif has_any(text, _ON):
         found.append(Action("power", True))
     return tuple(found)
+
+
+_UNLOCK = ("unlock", "buka kunci", "bukain kunci", "buka kuncinya", "bukain kuncinya", "open the door",
+           "open the front door", "bukain pintu", "buka pintu", "bukain pintunya", "buka pintunya")  # fmt: skip
+_LOCK = ("lock", "kunci", "kunciin", "kuncikan", "kunci pintunya", "kunciin pintunya", "kunci pintu")
+
+
+def _lock(text: str) -> bool | None:
+    """Locking (True) or unlocking (False) a door, or None when the clause says neither."""
+    if has_any(text, _UNLOCK):
+        return False
+    if has_any(text, _LOCK):
+        return True
+    return None
 
 
 def _curtain(text: str, pct: int | None) -> list[Action]:

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agents.integrations.confirmations import is_plain_yes
 from agents.model import FunctionCall
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.specialists import mine
 from agents.offline.words import Lang, has_any, in_language, join
 from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, rooms_in
+from agents.zee.home import RISKY_CATEGORIES
 
 # Words that put a clause in the smart home (the general vocabulary of agents/offline/words.py).
 HOME_WORDS = (
@@ -26,6 +28,8 @@ HOME_WORDS = (
     "hidupin", "dim", "redupin", "redupkan", "brightness", "kecerahan", "tv", "television", "fan", "kipas", "heater",
     "door", "pintu", "home status", "everything off", "everything on", "semuanya mati", "semua mati", "the house",
     "rumah", "bedroom", "living room", "kitchen", "dapur", "ruang tamu", "kamar",
+    "pintunya", "front door", "lock", "unlock", "kunciin", "kuncikan", "kunci pintu", "buka kunci", "gate", "gerbang",
+    "garage door",
 )  # fmt: skip
 
 
@@ -43,6 +47,8 @@ def label(lang: Lang, device: dict[str, Any]) -> str:
     kind, room = KIND_ID.get(device["category"]), room_of(device)
     if lang == "id" and kind and room:
         return f"{kind} {ROOM_ID[room]}"
+    if lang == "id" and kind:  # "kunci pintu “Front door”": the name is data, quoted
+        return f"{kind} “{device['name']}”"
     words = device["name"].split()
     name = " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
     return name if lang == "id" else f"the {name}"
@@ -55,6 +61,9 @@ def status_of(device: dict[str, Any]) -> dict[str, Any]:
 def describe(lang: Lang, device: dict[str, Any], status: dict[str, Any], shown: set[str]) -> str:
     """A device's state in words; `shown` adds the settings the person asked about."""
     category = device["category"]
+    if "lock_motor_state" in status:
+        locked = bool(status["lock_motor_state"])
+        return in_language(lang, "locked" if locked else "unlocked", "terkunci" if locked else "nggak terkunci")
     if category == "cl":
         opened = 100 - int(status.get("percent_control", 0))
         if opened in (0, 100):
@@ -117,6 +126,8 @@ def _command(category: str, status: dict[str, Any], action: Action) -> dict[str,
         return {"percent_control": value}
     if category == "cl" and what == "stop":
         return {"control": "stop"}
+    if category in RISKY_CATEGORIES and what == "lock" and "lock_motor_state" in status:
+        return {"lock_motor_state": value}
     return None
 
 
@@ -165,12 +176,14 @@ class Plan:
 
 
 _EN_KIND = {"dj": "light", "kt": "AC", "cl": "curtain"}
+# Things a home may lack (agents/zee/asks.py `_OTHER_THINGS`), named in Indonesian.
+_OTHERS_ID = {"fan": "kipas", "heater": "pemanas", "garage door": "pintu garasi", "gate": "gerbang", "kettle": "ketel"}
 
 
 def _wanted(lang: Lang, ask: Ask) -> str:
     """What the person asked for, in their words: "kitchen light", "lampu dapur", "TV"."""
     if ask.others and not ask.kinds:
-        return ask.others[0]
+        return _OTHERS_ID.get(ask.others[0], ask.others[0]) if lang == "id" else ask.others[0]
     kind = ask.kinds[0] if ask.kinds else None
     room = ask.rooms[0] if ask.rooms else None
     if lang == "id":
@@ -264,8 +277,8 @@ def _merged(
 def _cannot(lang: Lang, device: dict[str, Any]) -> str:
     return in_language(
         lang,
-        f"{label(lang, device).capitalize()} can't do that; tell me another way to set it?",
-        f"{label(lang, device).capitalize()} nggak bisa diatur kayak gitu. Mau diatur gimana?",
+        f"{_upper(label(lang, device))} can't do that; tell me another way to set it?",
+        f"{_upper(label(lang, device))} nggak bisa diatur kayak gitu. Mau diatur gimana?",
     )
 
 
@@ -281,6 +294,51 @@ def _sentence(lang: Lang, pairs: list[str], *, done: bool, sandbox: bool = False
 def _state_pairs(lang: Lang, items: list[tuple[dict[str, Any], dict[str, Any], frozenset[str]]]) -> list[str]:
     verb = in_language(lang, " is ", " sekarang ")
     return [label(lang, d) + verb + describe(lang, d, status, set(shown)) for d, status, shown in items]
+
+
+_NO = (
+    "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
+    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi", "ga usah",
+)  # fmt: skip
+
+
+def answer(s: Situation) -> Reply | None:
+    """A short yes or no to Zee's own question about a lock: carried out or dropped, through
+    pending_actions and confirm_action or cancel_action (the gate checks the yes itself)."""
+    request = s.request
+    if s.agent != "zee" or "pending_actions" not in s.tools or len(request.split()) > 6 or claims(request):
+        return None
+    yes = is_plain_yes(request)
+    if not yes and not has_any(request, _NO):
+        return None
+    lang = s.lang
+    waiting = s.last_result("pending_actions")
+    if waiting is None:
+        return "", [call("pending_actions", {})]
+    pending = [p for p in waiting.get("pending", []) if p.get("kind") == "device_commands"]
+    done = s.last_result("confirm_action") or s.last_result("cancel_action")
+    if done is None and not pending:
+        return in_language(
+            lang, "Nothing is waiting for your yes right now.", "Nggak ada yang lagi nunggu persetujuanmu."
+        ), []
+    if done is None:
+        name = "confirm_action" if yes else "cancel_action"
+        return "", [call(name, {"action_id": pending[0]["action_id"]})]
+    proposal = pending[0]["proposal"] if pending else {}
+    device = {"name": str(proposal.get("device_name", "")), "category": "ms", "id": proposal.get("device_id")}
+    if "error" in done:
+        return in_language(
+            lang, f"I couldn't do that: {done['error']}", f"Maaf, gagal: {done['error']}"
+        ), []  # fmt: skip
+    if done.get("cancelled") or "done" not in done:
+        return in_language(
+            lang, f"Okay, I'll leave {label(lang, device)} as it is.", f"Oke, {label(lang, device)} nggak aku ubah."
+        ), []
+    status = {c["code"]: c["value"] for c in proposal.get("commands", [])}
+    sandbox = done.get("account") == "sandbox"
+    where = in_language(lang, " in your sandbox home", " di rumah sandbox-mu") if sandbox else ""
+    state, name = describe(lang, device, status, set()), label(lang, device)
+    return in_language(lang, f"Done: {name} is {state}{where}.", f"Beres, {name} sekarang {state}{where} ya."), []
 
 
 def home(s: Situation) -> Reply | None:
@@ -303,15 +361,54 @@ def home(s: Situation) -> Reply | None:
         if failed:
             reason = str(failed[0]["error"])
             return in_language(lang, f"I couldn't change that: {reason}", f"Maaf, gagal aku ubah: {reason}"), []
-        applied = [(d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown) for d, cmds, shown in chosen.sends]
+        # A lock's command is only proposed (docs/agents.md#risky-actions): said as a question, done after a yes.
+        waiting = {str(r["proposal"]["device_id"]) for r in sent if r.get("status") == "awaiting_confirmation"}
+        applied = [
+            (d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown)
+            for d, cmds, shown in chosen.sends
+            if d["id"] not in waiting
+        ]
         read = [(d, status_of(d), shown) for d, shown in chosen.reads]
         sandbox = listing.get("account") == "sandbox"
-        return _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox), []
+        asked = [_proposal(lang, d, cmds) for d, cmds, _ in chosen.sends if d["id"] in waiting]
+        said = _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox) if applied else ""
+        return " ".join(p for p in (said, *asked) if p), []
     if chosen.sends:
         calls = [
             FunctionCall(id=f"offline_send_{i}", name="send_commands", args={"device_id": d["id"], "commands": list(c)})
             for i, (d, c, _) in enumerate(chosen.sends, start=1)
         ]
         return "", calls
+    if len(chosen.reads) < len(devices) and "device_status" in s.tools:
+        # Asked about some devices, not the whole home: each one read fresh, as it is now.
+        fresh = [r for name, r in s.results if name == "device_status"]
+        if len(fresh) < len(chosen.reads):
+            return "", [
+                FunctionCall(id=f"offline_status_{i}", name="device_status", args={"device_id": d["id"]})
+                for i, (d, _) in enumerate(chosen.reads[len(fresh) :], start=len(fresh) + 1)
+            ]
+        now = [
+            (d, {p["code"]: p["value"] for p in r.get("status", [])} or status_of(d), shown)
+            for (d, shown), r in zip(chosen.reads, fresh, strict=False)
+        ]
+        return _sentence(lang, _state_pairs(lang, now), done=False), []
     read = [(d, status_of(d), shown) for d, shown in chosen.reads]
     return _sentence(lang, _state_pairs(lang, read), done=False), []
+
+
+def _upper(text: str) -> str:
+    """The first letter up, the rest as written (a quoted name keeps its own capitals)."""
+    return text[:1].upper() + text[1:]
+
+
+def _proposal(lang: Lang, device: dict[str, Any], commands: tuple[dict[str, Any], ...]) -> str:
+    """The question a risky command becomes: what will change, asked before anything is done."""
+    locking = {c["code"]: c["value"] for c in commands}.get("lock_motor_state")
+    name = label(lang, device)
+    if locking is None:
+        return in_language(lang, f"Shall I change {name}?", f"{_upper(name)} mau aku ubah?")
+    return in_language(
+        lang,
+        f"Shall I {'lock' if locking else 'unlock'} {name}?",
+        f"{_upper(name)} mau aku {'kunci' if locking else 'buka'}?",
+    )

@@ -1,7 +1,8 @@
 """`SandboxHome`: a simulated smart home per person, kept in PostgreSQL.
 
-Every person gets the same four devices on first use: a bedroom light, a living-room
-light, an air conditioner and a curtain. Commands are validated the way the Tuya cloud
+Every person gets the same five devices on first use: a bedroom light, a living-room
+light, an air conditioner, a curtain and the front door's lock (commands to it wait for
+the person's yes). Commands are validated the way the Tuya cloud
 validates them (known codes, right types, ranges), and their effect persists, so the
 whole handoff path can be seen working offline and survives restarts.
 """
@@ -34,6 +35,7 @@ _RULES: dict[str, dict[str, _Rule]] = {
         "fan_speed_enum": frozenset({"low", "middle", "high", "auto"}),
     },
     "cl": {"percent_control": _Range(0, 100), "control": frozenset({"open", "close", "stop"})},
+    "ms": {"lock_motor_state": bool},  # a door lock: true is locked (Tuya's residential lock)
 }
 
 _SEED: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
@@ -41,6 +43,8 @@ _SEED: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("sbx-light-living", "Living room light", "dj", {"switch_led": False, "bright_value": 1000, "temp_value": 300}),
     ("sbx-ac-bedroom", "Bedroom AC", "kt", {"switch": False, "temp_set": 24, "mode": "cold", "fan_speed_enum": "auto"}),
     ("sbx-curtain-living", "Living room curtain", "cl", {"percent_control": 100, "control": "stop"}),
+    # A lock, so the confirmation a risky command needs (docs/agents.md#risky-actions) is seen offline too.
+    ("sbx-lock-front", "Front door", "ms", {"lock_motor_state": True}),
 )
 
 _SEED_SQL = """

@@ -4,6 +4,7 @@ failing is retried a bounded number of times and then skipped."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import asyncpg
@@ -65,3 +66,31 @@ async def test_a_failing_batch_is_retried_then_skipped(
     assert recording.batches == ([["I'm allergic to peanuts"]] if learned else [])
     cursor = await pool.fetchval("SELECT last_seq FROM knowledge_cursors WHERE person_id = $1", sari)
     assert cursor == 1
+
+
+_WAITING_SQL = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)"
+
+
+async def test_catch_up_waits_for_the_worker_already_learning_that_person(
+    pool: asyncpg.Pool, database_url: str
+) -> None:
+    """A question right after a fact: the worker may hold the person at that moment. Catching
+    up waits for it (within its bound) instead of answering before the fact is known."""
+    nay = await _person(pool, "Nay")
+    await Threads(pool).append(nay, author="human", text="my favourite food is rendang", channel="text")
+    recording = Recording()
+    learning = Learning(pool=pool, knowledge=recording)  # type: ignore[arg-type]
+    worker = await pool.acquire()  # the worker, holding this person mid-ingest
+    try:
+        assert await worker.fetchval("SELECT pg_try_advisory_lock(hashtextextended('knowledge:' || $1, 0))", nay)
+        waiting = asyncio.create_task(learning.catch_up(nay, timeout_s=30))
+        for _ in range(200):  # until catch-up waits on the lock, or has given up on it
+            if waiting.done() or await pool.fetchval(_WAITING_SQL):
+                break
+            await asyncio.sleep(0.05)
+        assert not waiting.done(), "caught up at once, before the worker let go of the person"
+        await worker.execute("SELECT pg_advisory_unlock(hashtextextended('knowledge:' || $1, 0))", nay)
+        assert await waiting == 1
+    finally:
+        await pool.release(worker)
+    assert recording.batches == [["my favourite food is rendang"]]

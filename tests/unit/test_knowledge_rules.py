@@ -163,3 +163,21 @@ def test_a_statement_asked_as_a_question_teaches_nothing(statement: str, noise: 
     assert (
         claims(f"{statement} {noise}?".replace(".", " ").replace("!", " ").replace(";", " ").replace("\n", " ")) == []
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "who", "relation", "thing"),
+    [
+        ("my daughter's name is Nay and she's allergic to peanuts", "Nay", "allergic_to", "peanuts"),
+        ("anakku namanya Nay, dia alergi kacang", "Nay", "allergic_to", "kacang"),
+        ("my boss is Pak Hendra, he lives in Bogor", "Pak Hendra", "lives_in", "Bogor"),
+        ("my wife Sari, she works at Gojek", "Sari", "works_at", "Gojek"),
+    ],
+)
+def test_a_pronoun_after_a_named_person_is_that_person(text: str, who: str, relation: str, thing: str) -> None:
+    found = [c for c in claims(text) if c.relation == relation]
+    assert [(c.subject.name, c.subject.is_self, c.object.name) for c in found] == [(who, False, thing)]
+
+
+def test_a_pronoun_with_nobody_named_teaches_nothing() -> None:
+    assert claims("she's allergic to peanuts") == []

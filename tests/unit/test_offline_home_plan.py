@@ -48,3 +48,22 @@ def test_a_room_alone_asks_which_device(said: str) -> None:
 )
 def test_what_is_named_is_switched(said: str, switched: set[str]) -> None:
     assert {device["id"] for device, _, _ in plan("en", asks_of(said, ""), HOME).sends} == switched
+
+
+LOCKED = [*HOME, _device("lock-front", "Front door", "ms", {"lock_motor_state": True})]
+
+
+@pytest.mark.parametrize(
+    ("said", "locked"),
+    [("unlock the front door", False), ("bukain pintu depan dong", False), ("kunciin pintunya ya", True)],
+)
+def test_a_door_lock_is_commanded_and_nothing_else(said: str, locked: bool) -> None:
+    decided = plan("en", asks_of(said, ""), LOCKED)
+    assert [(d["id"], list(c)) for d, c, _ in decided.sends] == [
+        ("lock-front", [{"code": "lock_motor_state", "value": locked}])
+    ]
+
+
+def test_everything_off_leaves_the_lock_alone() -> None:
+    decided = plan("en", asks_of("turn everything off", ""), LOCKED)
+    assert "lock-front" not in {d["id"] for d, _, _ in decided.sends}
