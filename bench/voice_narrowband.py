@@ -146,7 +146,9 @@ async def people_clips() -> list[Clip]:
     for text, voice, speed, pitch in PEOPLE:
         ssml = f'<speak><prosody rate="{speed}" pitch="{pitch}">{text}</prosody></speak>'
         pcm, rate = await synthesize(ssml, voice=voice)
-        clips.append(Clip(text, f"espeak-ng {voice} {speed} {pitch}", await down_the_line(padded(await to_16k(pcm, rate)))))
+        clips.append(
+            Clip(text, f"espeak-ng {voice} {speed} {pitch}", await down_the_line(padded(await to_16k(pcm, rate))))
+        )
     return clips
 
 
@@ -229,7 +231,7 @@ async def speak_down_the_line(text: str, emotion: str | None, hear: Hear) -> Spo
     pcm, rate = await synthesize_neural(ssml)
     assert rate == HIBARI_RATE
     line = LineSignal()
-    at_8k = line.feed(pcm, rate) + line.flush()
+    at_8k = await line.feed(pcm, rate) + await line.flush()
     ulaw: bytes = await pcm_to_ulaw(at_8k, LINE_RATE, LINE_RATE, create_stream_resampler())
     decoded: bytes = await ulaw_to_pcm(ulaw, LINE_RATE, RATE, create_stream_resampler())
     heard = await asyncio.to_thread(hear, padded(decoded))

@@ -32,7 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import soxr
+from pipecat.audio.resamplers.base_audio_resampler import BaseAudioResampler
+from pipecat.audio.utils import create_stream_resampler
 from pipecat.frames.frames import (
     CancelFrame,
     EndFrame,
@@ -64,7 +65,8 @@ def _high_pass_taps(rate: int = LINE_RATE, cutoff_hz: float = HIGH_PASS_HZ, taps
     low /= low.sum()
     high = -low
     high[(taps - 1) // 2] += 1.0
-    return high.astype(np.float64)
+    taps_out: np.ndarray = high.astype(np.float64)
+    return taps_out
 
 
 _HIGH_PASS = _high_pass_taps()
@@ -87,48 +89,46 @@ class LineSignal:
     def __init__(self, *, gain: float = LINE_GAIN) -> None:
         self._gain = gain
         self._rate_in: int | None = None
-        self._resampler: soxr.ResampleStream | None = None
+        self._resampler: BaseAudioResampler | None = None
         self._history = np.zeros(len(_HIGH_PASS) - 1, np.float64)
         self.samples_in = 0
         self.samples_out = 0
 
-    def _resampler_for(self, rate: int) -> soxr.ResampleStream | None:
+    def _resampler_for(self, rate: int) -> BaseAudioResampler | None:
         if rate == LINE_RATE:
             return None
         if self._resampler is None or self._rate_in != rate:
-            self._resampler = soxr.ResampleStream(rate, LINE_RATE, 1, dtype="float32", quality="VHQ")
+            # SoX at its very-high quality, its history never cleared behind our back (the
+            # sentence's end flushes it, a barge-in resets it).
+            self._resampler = create_stream_resampler(quality="VHQ", clear_after_secs=None)
             self._rate_in = rate
         return self._resampler
 
-    def _shape(self, samples: np.ndarray) -> bytes:
+    def _shape(self, pcm: bytes) -> bytes:
+        samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64) / 32768.0
         if not len(samples):
             return b""
-        joined = np.concatenate([self._history, samples.astype(np.float64)])
+        joined = np.concatenate([self._history, samples])
         filtered = np.convolve(joined, _HIGH_PASS, mode="valid")
         self._history = joined[len(joined) - len(self._history) :]
         shaped = soft_limit(filtered * self._gain)
         self.samples_out += len(shaped)
         return bytes((np.clip(shaped, -1.0, 1.0) * 32767.0).astype("<i2").tobytes())
 
-    def feed(self, pcm: bytes, rate: int) -> bytes:
+    async def feed(self, pcm: bytes, rate: int) -> bytes:
         """PCM16 mono at `rate` in; what is ready of it at 8 kHz out."""
-        samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float32) / 32768.0
-        self.samples_in += len(samples)
+        self.samples_in += len(pcm) // 2
         resampler = self._resampler_for(rate)
-        return self._shape(samples if resampler is None else resampler.resample_chunk(samples))
+        return self._shape(pcm if resampler is None else await resampler.resample(pcm, rate, LINE_RATE))
 
-    def flush(self) -> bytes:
+    async def flush(self) -> bytes:
         """The end of a sentence: what the resampler still holds, and a fresh start."""
-        tail = np.zeros(0, np.float32)
-        if self._resampler is not None:
-            tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-            self._resampler.clear()
-        return self._shape(tail)
+        return self._shape(await self._resampler.flush()) if self._resampler is not None else b""
 
-    def reset(self) -> None:
+    async def reset(self) -> None:
         """A barge-in: what was held is dropped with the rest of the reply."""
         if self._resampler is not None:
-            self._resampler.clear()
+            await self._resampler.reset()  # type: ignore[no-untyped-call]  # untyped in Pipecat
         self._history[:] = 0.0
 
 
@@ -156,14 +156,14 @@ class PhoneLine(FrameProcessor):
             await self.push_frame(frame, direction)
         elif isinstance(frame, TTSAudioRawFrame):
             self._context_id = frame.context_id
-            await self._push_audio(self.signal.feed(frame.audio, frame.sample_rate), frame)
+            await self._push_audio(await self.signal.feed(frame.audio, frame.sample_rate), frame)
         elif isinstance(frame, TTSStoppedFrame):
-            await self._push_audio(self.signal.flush(), frame)
+            await self._push_audio(await self.signal.flush(), frame)
             self.sentences += 1
             await self.push_frame(frame, direction)
             await self.push_frame(PhoneMark(f"ava-{self.sentences}"))
         elif isinstance(frame, InterruptionFrame | EndFrame | CancelFrame):
-            self.signal.reset()
+            await self.signal.reset()
             await self.push_frame(frame, direction)
         else:
             await self.push_frame(frame, direction)
