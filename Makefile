@@ -28,6 +28,8 @@ bench: install
 	.venv/bin/python -m bench.turn_overhead --levels 1,24
 	.venv/bin/python -m bench.reminder_lateness
 	.venv/bin/python -m bench.knowledge_search
+	# The phone door beside the speaker door, at a short setting (bench/voice_phone.py).
+	.venv/bin/python -m bench.voice_phone --utterances 6 --per-call 2
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

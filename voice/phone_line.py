@@ -48,10 +48,11 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 LINE_RATE = 8_000
 HIGH_PASS_HZ = 300
 HIGH_PASS_TAPS = 101  # odd, linear phase: 6 ms of delay at 8 kHz, about 250 Hz of transition
-# Active speech level of the neural voice's sentences after the high-pass, measured on the
-# 32 replies of bench.voice_intelligibility (BENCHMARKS.md), and the level a telephone network
-# expects speech at. dBm0 is dBFS (RMS) + 6.18 for μ-law: full-scale sine is +3.17 dBm0.
-VOICE_ACTIVE_DBFS = -24.5
+# Active speech level of the neural voice's sentences after the high-pass (median over Ava's
+# 36 replies and name sentences in bench.voice_narrowband: -24.1 dBm0 at a gain of 0.82,
+# BENCHMARKS.md), and the level a telephone network expects speech at. dBm0 is dBFS (RMS)
+# + 6.18 for μ-law: a full-scale sine is +3.17 dBm0.
+VOICE_ACTIVE_DBFS = -28.6
 LINE_ACTIVE_DBM0 = -20.0
 DBM0_FROM_DBFS = 6.18
 LINE_GAIN = 10 ** ((LINE_ACTIVE_DBM0 - DBM0_FROM_DBFS - VOICE_ACTIVE_DBFS) / 20)
