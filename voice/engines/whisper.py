@@ -29,7 +29,10 @@ phrase to the end are kept once. Utterances longer than the model's window take
 faster-whisper's own path, which splits them. So does a phone call's audio (8 kHz, its
 upper band gone): on it the short window flipped words ("bedroom light" -> "bedroom
 life") more often than on full-band speech, so a narrowband call keeps the 30 s window and
-its slower recognition (`hear_narrowband`).
+its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures the choices on
+38 phone-line clips (BENCHMARKS.md, "The phone door"): the short window at 15, 20 or 24 s,
+with or without a faint fill of the empty upper band, and the multilingual base all misheard
+more words than the full window, so it stays.
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
