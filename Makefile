@@ -30,6 +30,8 @@ bench: install
 	.venv/bin/python -m bench.knowledge_search
 	# Voice on the simulated cloud path, a short run (the full one: --turns 100).
 	.venv/bin/python -m bench.cloud_voice --turns 3
+	# The phone door beside the speaker door, at a short setting (bench/voice_phone.py).
+	.venv/bin/python -m bench.voice_phone --utterances 6 --per-call 2
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

@@ -22,9 +22,13 @@ call writes nothing to the thread. A wallet that empties mid-call gets Ava's spo
 notice, then the call ends and the socket closes 4402.
 
 Rates: the pipeline hears at 16 kHz (what Silero VAD and Whisper take, so the serializer
-upsamples Twilio's 8 kHz once, on the way in) and speaks at 8 kHz, the wire's own rate:
-the TTS resamples straight to it, the serializer's output resampler passes audio through
-untouched, and nothing above 4 kHz is synthesised only to be thrown away on the line.
+upsamples Twilio's 8 kHz once, on the way in) and the recogniser is told the call is
+narrowband. Ava's voice is made at its own rate (`SPEECH_RATE`, the neural voice's 24 kHz,
+so it is never resampled twice) and `voice.phone_line.PhoneLine`, just before the output,
+brings it to the line: one anti-aliased resampling to 8 kHz, the line's high-pass, a
+phone's loudness, and a Twilio `mark` after each sentence. The serializer's output
+resampler then passes 8 kHz audio through untouched. Twilio echoes each mark once its
+audio has played (or at once, for what a `clear` dropped); `PhoneSocket` counts them.
 
 Hanging up: `#end#` speaks the goodbye, then the worker ends; the output transport
 drains the audio (paced in real time, so Twilio's buffer stays shallow), adds a second
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,6 +59,7 @@ from chat import Person, Unauthorized, parse_zone
 from voice.calls import Call, CallLimits
 from voice.edge import DOMAIN_ERRORS, HANGUP_CLOSE_CODES, parse_frame, refuse
 from voice.errors import ProtocolViolation, UnsupportedFormat, VoiceError
+from voice.phone_line import PhoneLine, PhoneMark
 from voice.phone_webhook import add_incoming_route
 from voice.session import CallSession
 from voice.shared import VoiceDoors
@@ -63,7 +69,10 @@ log = logging.getLogger(__name__)
 
 PHONE_RATE = 8_000  # Twilio Media Streams: μ-law, 8 kHz, mono, both ways
 PHONE_ENCODING = "audio/x-mulaw"
+# The rate Ava's voice is made at on a phone call: the neural voice's own (PhoneLine takes it to 8 kHz).
+SPEECH_RATE = 24_000
 END_SILENCE_S = 1  # Pipecat multiplies bytes by it, so it must be a whole number of seconds
+MARKS_KEPT_MAX = 1_000  # a 15-minute call speaks far fewer sentences
 _BEFORE_START_MAX = 4  # messages read looking for `start` (Twilio sends `connected` first)
 
 
@@ -134,6 +143,8 @@ class PhoneSerializer(TwilioFrameSerializer):
     `media`, `mark` and `clear` from us, and a phone has no screen for captions."""
 
     async def serialize(self, frame: Frame) -> str | bytes | None:
+        if isinstance(frame, PhoneMark):
+            return json.dumps({"event": "mark", "streamSid": self._stream_sid, "mark": {"name": frame.name}})
         if isinstance(frame, OutputTransportMessageFrame | OutputTransportMessageUrgentFrame):
             return None
         result: str | bytes | None = await super().serialize(frame)
@@ -163,6 +174,8 @@ class PhoneSocket:
         self._websocket = websocket
         self._limits = limits
         self._call = call
+        # The names of the marks Twilio echoed: played to the caller, or dropped by a `clear`.
+        self.marks_echoed: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._websocket, name)
@@ -185,6 +198,11 @@ class PhoneSocket:
             log.warning("phone call closed: %s", exc.type, extra={"call": self._call.id})
             close_code = await refuse(self._websocket, exc)
             return {"type": "websocket.disconnect", "code": close_code}
+        if event.get("event") == "mark":
+            mark = event.get("mark")
+            name = mark.get("name") if isinstance(mark, dict) else None
+            if isinstance(name, str) and len(self.marks_echoed) < MARKS_KEPT_MAX:
+                self.marks_echoed.append(name[:64])
         if event.get("event") == "stop":
             self._call.end_reason = self._call.end_reason or "caller_hangup"
             return {"type": "websocket.disconnect", "code": 1000}
@@ -249,8 +267,9 @@ async def _run_phone_call(
     twilio: TwilioCredentials | None,
 ) -> None:
     session = CallSession(doors, call, zone=zone)
+    socket = PhoneSocket(websocket, doors.limits, call)
     transport = FastAPIWebsocketTransport(
-        websocket=cast(WebSocket, PhoneSocket(websocket, doors.limits, call)),
+        websocket=cast(WebSocket, socket),
         params=FastAPIWebsocketParams(
             audio_in_enabled=True,
             audio_out_enabled=True,
@@ -261,7 +280,8 @@ async def _run_phone_call(
             allowed_origins=[],  # Twilio sends no Origin header
         ),
     )
-    session.build(transport, rate_in=PIPELINE_RATE_IN, rate_out=PHONE_RATE)
+    line = PhoneLine()
+    session.build(transport, rate_in=PIPELINE_RATE_IN, rate_out=SPEECH_RATE, extra=[line], narrowband=True)
 
     async def gone(_transport: Any, _client: Any) -> None:
         await session.end_now("caller_gone")
@@ -269,4 +289,13 @@ async def _run_phone_call(
     transport.add_event_handler("on_client_disconnected", gone)
     await session.run()
     await close(websocket, 1000, "")
-    log.info("phone call ended", extra={"call": call.id, "person": call.person.id, "reason": call.end_reason})
+    log.info(
+        "phone call ended",
+        extra={
+            "call": call.id,
+            "person": call.person.id,
+            "reason": call.end_reason,
+            "sentences": line.sentences,
+            "marks_echoed": len(socket.marks_echoed),
+        },
+    )

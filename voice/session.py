@@ -46,9 +46,16 @@ class CallSession:
             self.call.end_reason = "agent_ended"
 
     def build(
-        self, transport: BaseTransport, *, rate_in: int, rate_out: int, extra: Sequence[FrameProcessor] = ()
+        self,
+        transport: BaseTransport,
+        *,
+        rate_in: int,
+        rate_out: int,
+        extra: Sequence[FrameProcessor] = (),
+        narrowband: bool | None = None,
     ) -> PipelineWorker:
-        """The shared pipeline around this door's transport."""
+        """The shared pipeline around this door's transport; `narrowband` says whether the
+        person's audio lost its upper band on the way (by default: the rate out is below 16 kHz)."""
         built = build_call(
             transport=transport,
             engines=self.doors.engines,
@@ -60,7 +67,7 @@ class CallSession:
             language=self.call.person.language,  # the recogniser and voice of the person's language
             # A door's wire rate is the person's audio's too (the speaker's and the phone's
             # one rate both ways); below 16 kHz it lost its upper band on the way.
-            narrowband=rate_out < NARROWBAND_BELOW_HZ,
+            narrowband=rate_out < NARROWBAND_BELOW_HZ if narrowband is None else narrowband,
         )
         self._worker = built.worker
         return built.worker

@@ -176,3 +176,69 @@ async def test_a_broken_stream_start_is_refused(app: App, base_url: str, first: 
         await ws.send(first)
         assert await closed_with(ws) == close
     assert await messages_in_database(app) == 0
+
+
+async def test_a_phone_turn_runs_every_stage_of_the_phone_line(
+    app: App, base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measures nothing: the recogniser is told the call is narrowband, Ava's voice reaches
+    the line through the phone line's filter (made at 24 kHz, sent at 8 kHz), each sentence
+    is followed by a Twilio `mark`, and a barge-in `clear`s what was still to play; the
+    marks echoed back, as Twilio does, are taken without complaint."""
+    from voice import phone as phone_door
+    from voice.phone_line import PhoneLine
+
+    lines: list[PhoneLine] = []
+    rates_in: set[int] = set()
+
+    class RecordingLine(PhoneLine):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            lines.append(self)
+            feed = self.signal.feed
+
+            async def feed_and_note(pcm: bytes, rate: int) -> bytes:
+                rates_in.add(rate)
+                return await feed(pcm, rate)
+
+            self.signal.feed = feed_and_note  # type: ignore[method-assign]
+
+    monkeypatch.setattr(phone_door, "PhoneLine", RecordingLine)
+    engines, made = app.services.voice.engines, []
+
+    def recording_stt() -> Any:
+        made.append(stt := engines.stt())
+        return stt
+
+    app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
+    try:
+        async with phone_call(f"{base_url}/v1/voice/phone", {"token": await token_for(app)}) as (ws, caller, heard):
+            await say(caller, "hello")
+            await twilio.wait_for(heard, lambda h: bool(h.of("mark")), timeout_s=40)
+            for mark in heard.of("mark"):  # played, as Twilio would say
+                await ws.send(json.dumps({"event": "mark", "streamSid": twilio.STREAM_SID, "mark": mark["mark"]}))
+            await asyncio.sleep(1.0)
+            media_before = len(heard.of("media"))
+            await say(caller, "what can you do")  # the long answer: about 9 s of speech
+            await twilio.wait_for(heard, lambda h: len(h.of("media")) > media_before + 25, timeout_s=40)
+            clears_before = len(heard.of("clear"))
+            await say(caller, "turn on the bedroom light")
+            await twilio.wait_for(heard, lambda h: len(h.of("clear")) > clears_before, timeout_s=20)
+            clears = [i for i, e in enumerate(heard.events) if e["event"] == "clear"]
+            cut_in = clears[clears_before]
+            await asyncio.sleep(1.0)
+    finally:
+        app.services.voice.engines = engines
+
+    assert len(made) == 1 and isinstance(made[0], WhisperSTTService) and made[0].narrowband
+    assert len(lines) == 1, "the phone door put its line before the output"
+    line = lines[0]
+    assert rates_in == {24_000}, "the voice is made at its own rate and brought down once, by the line"
+    assert line.signal.samples_in > 0 and abs(line.signal.samples_out * 3 - line.signal.samples_in) < 2_000
+    assert line.sentences >= 1
+    marks = heard.of("mark")
+    assert marks[0]["mark"]["name"] == "ava-1" and marks[0]["streamSid"] == twilio.STREAM_SID
+    first_mark = heard.events.index(marks[0])
+    assert any(e["event"] == "media" for e in heard.events[:first_mark]), "a mark follows its sentence's audio"
+    assert any(e["event"] == "media" for e in heard.events[cut_in - 5 : cut_in]), "the caller cut in on Ava's voice"
+    assert ws.close_code is None or ws.close_code == 1000, "echoed marks are part of the protocol"

@@ -29,7 +29,10 @@ phrase to the end are kept once. Utterances longer than the model's window take
 faster-whisper's own path, which splits them. So does a phone call's audio (8 kHz, its
 upper band gone): on it the short window flipped words ("bedroom light" -> "bedroom
 life") more often than on full-band speech, so a narrowband call keeps the 30 s window and
-its slower recognition (`hear_narrowband`).
+its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures the choices on
+38 phone-line clips (BENCHMARKS.md, "The phone door"): the short window at 15, 20 or 24 s,
+with or without a faint fill of the empty upper band, and the multilingual base all misheard
+more words than the full window, so it stays.
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
@@ -172,25 +175,25 @@ def _samples(pcm: bytes) -> np.ndarray:
     return np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float32) / 32768.0
 
 
-def transcribe_pcm16(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
+def transcribe_pcm16(pcm: bytes, recogniser: Recogniser = TINY_EN, *, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
     """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread."""
     samples = _samples(pcm)
     seconds = len(samples) / WHISPER_RATE
     if seconds + 1 > FULL_WINDOW_S:
         return transcribe_full_window(pcm, recogniser)
-    return _transcribe_short(samples, recogniser)
+    return _transcribe_short(samples, recogniser, min_window_s)
 
 
-def _window_s(seconds: float) -> int:
-    return min(FULL_WINDOW_S, max(SHORT_WINDOW_MIN_S, math.ceil(seconds) + 1))
+def _window_s(seconds: float, min_window_s: int = SHORT_WINDOW_MIN_S) -> int:
+    return min(FULL_WINDOW_S, max(min_window_s, math.ceil(seconds) + 1))
 
 
-def _transcribe_short(samples: np.ndarray, recogniser: Recogniser) -> str:
+def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
     """One utterance through a window just longer than itself (greedy, no timestamps)."""
     import ctranslate2
 
     model = whisper_model(recogniser.model)
-    window = _window_s(len(samples) / WHISPER_RATE)
+    window = _window_s(len(samples) / WHISPER_RATE, min_window_s)
     padded = np.pad(samples, (0, window * WHISPER_RATE - len(samples)))
     features = model.feature_extractor(padded, padding=0)[:, : window * FEATURE_FRAMES_PER_S]
     tokenizer = _tokenizer(model, recogniser.language)

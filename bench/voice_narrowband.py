@@ -1,0 +1,320 @@
+"""Narrowband hearing and speaking: how well the offline recogniser hears a phone line, by
+which of the choices at hand, and whether Ava's voice survives the line.
+
+*Hearing.* Clips go down a phone line as a call's audio does: PCM16 to 8 kHz μ-law (what a
+handset network carries), back to PCM16 and up to 16 kHz by the same resampler the phone
+door's serializer uses, with the silence around them the pipeline's segments carry. The
+clips are the 14 commands in two voices (the neural voice and espeak-ng), plus phrases
+made in other espeak-ng voices, speeds and pitches, standing in for people's voices. Each
+choice hears every clip; the word error rate (normalised as `bench.voice_intelligibility`
+does) and the time per clip are reported side by side, timed in the same run:
+
+- `full`: faster-whisper's own path through Whisper's 30 s window (what the phone door used);
+- `short N`: the short window of the speaker door, at least N seconds;
+- `short N + fill`: the same, with a faint noise above 4 kHz where the line left nothing
+  (Whisper was trained on full-band audio; an empty upper band is itself unusual to it);
+- `base full`: the multilingual Whisper base in English, through the 30 s window.
+
+The choice is the fastest whose word errors are no more than `full`'s on the same clips.
+Speculation during the pause is not a hearing choice (it reuses the same transcription,
+begun earlier) and is on for phone calls whichever wins; its gain shows in
+`bench.voice_phone`.
+
+*Speaking.* Ava's 32 typical replies (and the team's names) in the neural voice, each in its
+emotion, through the phone door's `LineSignal` (anti-aliased 8 kHz, the line's high-pass,
+a phone's loudness), to μ-law and back, heard by the recogniser the phone door uses;
+target <= 5 % word error. The active speech level of each sentence on the line is reported
+in dBm0 (about -20 is a telephone network's nominal speech level).
+
+`--limit N` hears the first N clips of each set only (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
+
+from bench.turn_overhead import cpu_model
+from bench.voice_intelligibility import REPLIES, edit_distance, words
+from voice.engines.espeak import synthesize
+from voice.engines.hibari import HIBARI_RATE, preload_hibari, synthesize_neural
+from voice.engines.whisper import (
+    TINY_EN,
+    Recogniser,
+    set_models_dir,
+    transcribe_full_window,
+    transcribe_pcm16,
+    whisper_model,
+)
+from voice.phone_line import DBM0_FROM_DBFS, LineSignal
+from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
+
+RESULTS = Path(__file__).parent / "results"
+RATE = 16_000
+LINE_RATE = 8_000
+LEAD_S = 0.5  # before the speech: what the segmented STT buffers ahead of the VAD's start
+TAIL_S = 0.5  # after it: the segment's padding after the VAD's stop
+TARGET_SPEAKING_WER = 0.05
+FILL_DBFS = -60.0  # the faint noise above 4 kHz of the `fill` choice
+FILL_FROM_HZ = 3_900
+
+COMMANDS: tuple[str, ...] = (
+    "turn on the bedroom light",
+    "turn off the bedroom light",
+    "turn on the living room light",
+    "turn off the living room light",
+    "open the living room curtain",
+    "close the living room curtain",
+    "play some jazz",
+    "remind me in five minutes to call mom",
+    "hello",
+    "hi there",
+    "good morning",
+    "thank you",
+    "thanks a lot",
+    "what can you do",
+)
+# Other speakers, roughly: espeak-ng voices and variants, with a rate and a pitch each.
+PEOPLE: tuple[tuple[str, str, str, str], ...] = (
+    ("what's on my calendar tomorrow", "en-us+m3", "85%", "-10%"),
+    ("set the living room to twenty two degrees", "en-gb", "115%", "0%"),
+    ("turn off all the lights please", "en+f2", "100%", "+15%"),
+    ("any new email today", "en-us+f4", "125%", "+5%"),
+    ("pause the music", "en-gb-x-rp", "90%", "-5%"),
+    ("what time is it", "en+m7", "110%", "0%"),
+    ("close the curtain halfway", "en-us+f3", "95%", "+20%"),
+    ("remind me to buy milk at six", "en-gb-scotland", "100%", "-15%"),
+    ("turn the volume down a little", "en-us", "140%", "0%"),
+    ("who are you", "en+klatt", "80%", "+10%"),
+)
+NAMES: tuple[tuple[str, str | None], ...] = (
+    ("Zee has turned on the light.", None),
+    ("Yori is playing your playlist.", "affectionate"),
+    ("Rafal found two new emails.", None),
+    ("I'll ask Zee, Yori and Rafal.", None),
+)
+
+
+async def to_16k(pcm: bytes, rate: int) -> bytes:
+    resampler = create_stream_resampler()
+    return await resampler.resample(pcm, rate, RATE) + await resampler.flush()
+
+
+async def down_the_line(pcm16k: bytes) -> bytes:
+    """16 kHz PCM16 -> 8 kHz μ-law -> 16 kHz PCM16, as a phone call's audio reaches Whisper."""
+    ulaw: bytes = await pcm_to_ulaw(pcm16k, RATE, LINE_RATE, create_stream_resampler())
+    back: bytes = await ulaw_to_pcm(ulaw, LINE_RATE, RATE, create_stream_resampler())
+    return back
+
+
+def padded(pcm16k: bytes) -> bytes:
+    return bytes(int(LEAD_S * RATE) * 2) + pcm16k + bytes(int(TAIL_S * RATE) * 2)
+
+
+@dataclass(frozen=True, slots=True)
+class Clip:
+    text: str
+    source: str  # which voice said it
+    audio: bytes  # 16 kHz PCM16 after the phone line
+
+
+async def command_clips() -> list[Clip]:
+    clips = []
+    for text in COMMANDS:
+        pcm, rate = await synthesize_neural(text)
+        clips.append(Clip(text, "neural", await down_the_line(padded(await to_16k(pcm, rate)))))
+        pcm, rate = await synthesize(text)
+        clips.append(Clip(text, "espeak-ng", await down_the_line(padded(await to_16k(pcm, rate)))))
+    return clips
+
+
+async def people_clips() -> list[Clip]:
+    clips = []
+    for text, voice, speed, pitch in PEOPLE:
+        ssml = f'<speak><prosody rate="{speed}" pitch="{pitch}">{text}</prosody></speak>'
+        pcm, rate = await synthesize(ssml, voice=voice)
+        clips.append(
+            Clip(text, f"espeak-ng {voice} {speed} {pitch}", await down_the_line(padded(await to_16k(pcm, rate))))
+        )
+    return clips
+
+
+def with_fill(pcm: bytes) -> bytes:
+    """Faint noise where the line left nothing (above FILL_FROM_HZ), seeded."""
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float64) / 32768.0
+    noise = np.random.default_rng(0).standard_normal(len(samples))
+    spectrum = np.fft.rfft(noise)
+    spectrum[np.fft.rfftfreq(len(noise), 1 / RATE) < FILL_FROM_HZ] = 0
+    upper = np.fft.irfft(spectrum, len(noise))
+    upper *= 10 ** (FILL_DBFS / 20) / max(1e-12, float(np.sqrt(np.mean(upper**2))))
+    return bytes((np.clip(samples + upper, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+BASE_EN = Recogniser(model="base", language="en")
+Hear = Callable[[bytes], str]
+CHOICES: dict[str, Hear] = {
+    "full (30 s window; the phone door before)": lambda a: transcribe_full_window(a, TINY_EN),
+    "short 15 (the speaker door's)": lambda a: transcribe_pcm16(a, TINY_EN, min_window_s=15),
+    "short 15 + fill": lambda a: transcribe_pcm16(with_fill(a), TINY_EN, min_window_s=15),
+    "short 20": lambda a: transcribe_pcm16(a, TINY_EN, min_window_s=20),
+    "short 20 + fill": lambda a: transcribe_pcm16(with_fill(a), TINY_EN, min_window_s=20),
+    "short 24": lambda a: transcribe_pcm16(a, TINY_EN, min_window_s=24),
+    "base full (multilingual base, English)": lambda a: transcribe_full_window(a, BASE_EN),
+}
+
+
+@dataclass
+class Heard:
+    clip: Clip
+    text: str
+    errors: int
+    words: int
+    seconds: float
+
+
+def hear_all(hear: Hear, clips: list[Clip]) -> list[Heard]:
+    results = []
+    for clip in clips:
+        started = time.perf_counter()
+        text = hear(clip.audio)
+        took = time.perf_counter() - started
+        reference = words(clip.text)
+        results.append(Heard(clip, text, edit_distance(reference, words(text)), len(reference), took))
+    return results
+
+
+def wer(heard: list[Heard]) -> float:
+    return sum(h.errors for h in heard) / max(1, sum(h.words for h in heard))
+
+
+def median_ms(heard: list[Heard]) -> float:
+    return statistics.median(h.seconds for h in heard) * 1000 if heard else float("nan")
+
+
+def active_dbm0(pcm8k: bytes) -> float:
+    """Active speech level: RMS over the 20 ms frames louder than -50 dBFS, in dBm0."""
+    samples = np.frombuffer(pcm8k, dtype="<i2").astype(np.float64) / 32768.0
+    frame = LINE_RATE // 50
+    frames = samples[: len(samples) // frame * frame].reshape(-1, frame)
+    energy = np.mean(frames**2, axis=1)
+    active = energy[energy > 10 ** (-50 / 10)]
+    if not len(active):
+        return float("-inf")
+    return 10 * math.log10(float(np.mean(active))) + DBM0_FROM_DBFS
+
+
+@dataclass
+class Spoken:
+    text: str
+    heard: str
+    errors: int
+    words: int
+    level_dbm0: float
+    peak: float
+
+
+async def speak_down_the_line(text: str, emotion: str | None, hear: Hear) -> Spoken:
+    ssml = await strip_stray_tags(await emotion_to_ssml(text, text_type_for(emotion)), "")
+    pcm, rate = await synthesize_neural(ssml)
+    assert rate == HIBARI_RATE
+    line = LineSignal()
+    at_8k = await line.feed(pcm, rate) + await line.flush()
+    ulaw: bytes = await pcm_to_ulaw(at_8k, LINE_RATE, LINE_RATE, create_stream_resampler())
+    decoded: bytes = await ulaw_to_pcm(ulaw, LINE_RATE, RATE, create_stream_resampler())
+    heard = await asyncio.to_thread(hear, padded(decoded))
+    reference = words(text)
+    samples = np.frombuffer(at_8k, dtype="<i2").astype(np.float64) / 32768.0
+    peak = float(np.max(np.abs(samples))) if len(samples) else 0.0
+    return Spoken(text, heard, edit_distance(reference, words(heard)), len(reference), active_dbm0(at_8k), peak)
+
+
+async def run(limit: int | None) -> str:
+    set_models_dir(Path(tempfile.mkdtemp(prefix="avagenc-bench-models-")))
+    preload_hibari()
+    whisper_model(TINY_EN.model)
+    whisper_model(BASE_EN.model)
+    commands = await command_clips()
+    people = await people_clips()
+    if limit:
+        commands, people = commands[: 2 * limit], people[:limit]
+    clips = commands + people
+    hear_all(CHOICES["full (30 s window; the phone door before)"], clips[:2])  # warm-up
+    results = {name: await asyncio.to_thread(hear_all, hear, clips) for name, hear in CHOICES.items()}
+    full_name = next(iter(CHOICES))
+    full = results[full_name]
+    fit = [name for name, heard in results.items() if sum(h.errors for h in heard) <= sum(h.errors for h in full)]
+    chosen = min(fit, key=lambda name: median_ms(results[name]))
+    replies = REPLIES[:limit] if limit else REPLIES
+    spoken = [await speak_down_the_line(text, emotion, CHOICES[chosen]) for text, emotion in (*replies, *NAMES)]
+    return report(results, chosen, spoken, len(commands), len(people))
+
+
+def report(results: dict[str, list[Heard]], chosen: str, spoken: list[Spoken], commands: int, people: int) -> str:
+    lines = [
+        f"## Narrowband hearing and speaking ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"Machine: {cpu_model()}, Python {platform.python_version()}. {commands} command clips (14 commands x "
+        f"neural voice and espeak-ng) and {people} phrases in other espeak-ng voices, each down an 8 kHz μ-law "
+        "line and back up to 16 kHz; every choice hears every clip in this run.",
+        "",
+        "| choice | word errors, commands | word errors, other voices | WER, all | time per clip p50 | max |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, heard in results.items():
+        ours = [h for h in heard if not h.clip.source.startswith("espeak-ng ")]
+        theirs = [h for h in heard if h.clip.source.startswith("espeak-ng ")]
+        mark = " **chosen**" if name == chosen else ""
+        lines.append(
+            f"| {name}{mark} | {sum(h.errors for h in ours)} | {sum(h.errors for h in theirs)} | {wer(heard):.1%} | "
+            f"{median_ms(heard):.0f} ms | {max(h.seconds for h in heard) * 1000:.0f} ms |"
+        )
+    lines += ["", "Misheard, by choice:", ""]
+    for name, heard in results.items():
+        wrong = [f"{h.clip.text!r} ({h.clip.source}) -> {h.text!r}" for h in heard if h.errors]
+        lines.append(f"- {name}: " + ("; ".join(wrong) if wrong else "none"))
+    words_total = sum(s.words for s in spoken)
+    errors = sum(s.errors for s in spoken)
+    levels = [s.level_dbm0 for s in spoken]
+    speaking_wer = errors / max(1, words_total)
+    verdict = "met" if speaking_wer <= TARGET_SPEAKING_WER else "MISSED"
+    lines += [
+        "",
+        f"Ava's voice on the line: {len(spoken)} sentences ({words_total} words), neural voice through the "
+        f"phone door's LineSignal, μ-law and back, heard by {chosen}: WER **{speaking_wer:.1%}** "
+        f"(target <= {TARGET_SPEAKING_WER:.0%}: {verdict}). Active speech level on the line: median "
+        f"{statistics.median(levels):.1f} dBm0, {min(levels):.1f} to {max(levels):.1f}; highest peak "
+        f"{max(s.peak for s in spoken):.2f} of full scale.",
+        "",
+    ]
+    for s in spoken:
+        if s.errors:
+            lines.append(f"- {s.text!r} -> {s.heard!r} ({s.errors} of {s.words})")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N clips of each set (a smoke run)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "voice_narrowband.md")
+    args = parser.parse_args()
+    text = asyncio.run(run(args.limit))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
