@@ -90,6 +90,14 @@ class Settings(BaseSettings):
     # running, calls not charged, messages no run answers (chat/recovery.py).
     sweep_interval_s: float = Field(default=5.0, gt=0, le=3600)
 
+    # Retention (chat/retention.py): how often the serving process prunes, and how long each
+    # kind of record is kept. EVENTS_KEEP_S is the live-event resume window.
+    retention_interval_s: float = Field(default=3600.0, gt=0, le=86_400)
+    events_keep_s: float = Field(default=7 * 86_400, ge=3600)
+    tool_records_keep_s: float = Field(default=90 * 86_400, ge=3600)
+    call_records_keep_s: float = Field(default=30 * 86_400, ge=3600)
+    wake_notes_keep_s: float = Field(default=30 * 86_400, ge=3600)
+
     # Server-Sent Events: open streams per person, and the keep-alive comment interval.
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)

@@ -26,6 +26,7 @@ import httpx
 from fastapi import FastAPI
 
 from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
+from agents.integrations.confirmations import prune_actions
 from app.database import build_database, build_listener, build_migrations, build_pool, supervise_database
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
@@ -56,6 +57,7 @@ from chat import (
     no_wakes,
     settle_crash,
 )
+from chat.retention import Keep, Retention
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
@@ -100,6 +102,8 @@ class Services:
     preload: threading.Thread | None = None
     # What settles an outage's leftovers while the server runs (chat.recovery).
     sweeper: Sweeper | None = None
+    # What prunes the records that grow with use (chat.retention).
+    retention: Retention | None = None
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
@@ -153,9 +157,27 @@ async def freeze_startup_heap(services: Services) -> None:
         gc.freeze()
 
 
-def start_sweeping(sweeper: Sweeper, stack: contextlib.AsyncExitStack) -> None:
-    """The sweep's loop for as long as the server serves; stopped first at shutdown."""
-    task = asyncio.create_task(sweeper.run(), name="sweep")
+def build_retention(settings: Settings, pool: asyncpg.Pool, notes: ReminderParts) -> Retention:
+    """Retention over the chat's records, with the wake notes' and risky actions' own pruners."""
+    wake_keep_s = settings.wake_notes_keep_s
+    return Retention(
+        pool,
+        keep=Keep(
+            events_s=settings.events_keep_s,
+            tool_records_s=settings.tool_records_keep_s,
+            call_records_s=settings.call_records_keep_s,
+        ),
+        interval_s=settings.retention_interval_s,
+        pruners={
+            "wake_notes": lambda n: notes.notes.prune_past(older_than_s=wake_keep_s, limit=n),
+            "pending_actions": lambda n: prune_actions(pool, older_than_s=wake_keep_s, limit=n),
+        },
+    )
+
+
+def start_sweeping(sweeper: Sweeper | Retention, stack: contextlib.AsyncExitStack) -> None:
+    """A periodic loop (the sweep, retention) for as long as the server serves; stopped first at shutdown."""
+    task = asyncio.create_task(sweeper.run(), name=type(sweeper).__name__.lower())
 
     async def stop() -> None:
         task.cancel()
@@ -241,6 +263,8 @@ async def bootstrap(
     )
     await settle_crash(sweeper)
     start_sweeping(sweeper, stack)
+    retention = build_retention(settings, pool, reminder_parts)
+    start_sweeping(retention, stack)
     await start_learning(memory, hub, stack)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
@@ -289,6 +313,7 @@ async def bootstrap(
         specialists=specialists,
         preload=preload,
         sweeper=sweeper,
+        retention=retention,
     )
 
 
