@@ -130,6 +130,10 @@ class Settings(BaseSettings):
     voice_pause_s: float = Field(default=0.06, ge=0, le=2)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
+    # `avagenc serve` answers /readyz and text before the call doors (Pipecat, WebRTC, the
+    # speech engines) are built, in the background; a call meanwhile waits for them. True
+    # builds them first, as before (a slower start: bench/cold_start.py).
+    voice_at_start: bool = False
     # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
     # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
     voice_tts: Literal["neural", "espeak"] = "neural"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 import httpx
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
 from agents.integrations.confirmations import prune_actions
@@ -34,13 +34,14 @@ from app.model import build_model
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
-from app.voice import PRELOAD_JOIN_S, build_voice, end_calls, live_call_on
+from app.voice import PRELOAD_JOIN_S, VoiceLater, build_voice, end_calls, live_call_on
 from app.wallet import build_ledger
 from chat import (
     EventHub,
     EventLog,
     Forgetting,
     Limits,
+    LiveCall,
     LocalTokens,
     Outbox,
     People,
@@ -62,6 +63,7 @@ from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
 from web import ChatApi, EdgeLimits, WakeDoors, build_app
+from web.doors import DoorsStarting, add_doors
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -91,7 +93,8 @@ class Services:
     sessions: Sessions
     verifier: TokenVerifier
     tickets: Tickets
-    voice: VoiceDoors
+    # The call doors: built at startup (`doors`), or after it while text is served (`voice_later`).
+    doors: VoiceDoors | None
     toolbox: Toolbox
     knowledge: KnowledgeParts
     reminders: ReminderParts | None = None
@@ -104,10 +107,22 @@ class Services:
     sweeper: Sweeper | None = None
     # What prunes the records that grow with use (chat.retention).
     retention: Retention | None = None
+    voice_later: VoiceLater | None = None
+
+    @property
+    def voice(self) -> VoiceDoors:
+        """The call doors (raises while they are still being built in the background)."""
+        doors = self.doors if self.voice_later is None else self.voice_later.doors
+        if doors is None:
+            raise RuntimeError("the call doors are still starting")
+        return doors
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
-        await end_calls(self.voice)
+        if self.doors is not None:
+            await end_calls(self.doors)
+        elif self.voice_later is not None and self.voice_later.doors is not None:
+            await end_calls(self.voice_later.doors)
 
 
 def build_identity(
@@ -151,8 +166,14 @@ async def freeze_startup_heap(services: Services) -> None:
     not, but a test process building many servers would keep each one's cycles."""
     gc.collect()
     gc.freeze()
-    if services.preload is not None:
-        await asyncio.to_thread(services.preload.join, PRELOAD_JOIN_S)
+    preload = services.preload
+    if services.voice_later is not None:
+        await services.voice_later.ready.wait()
+        gc.collect()
+        gc.freeze()
+        preload = services.voice_later.preload
+    if preload is not None:
+        await asyncio.to_thread(preload.join, PRELOAD_JOIN_S)
         gc.collect()
         gc.freeze()
 
@@ -197,6 +218,7 @@ async def bootstrap(
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
     deliver_wakes: bool = True,
+    voice_in_background: bool = False,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     # The room first: everything after reads the specialists from it; the previous room
@@ -269,14 +291,26 @@ async def bootstrap(
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
     tickets = Tickets(pool)
-    voice, speech, preload = build_voice(
-        settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
-    )
+    # `avagenc serve` builds the call doors after it serves text (app.voice.VoiceLater); they
+    # close at this place in the shutdown either way.
+    voice: VoiceDoors | None = None
+    voice_later: VoiceLater | None = None
+    preload: threading.Thread | None = None
+    live_call: LiveCall
+    if voice_in_background:
+        voice_later = VoiceLater()
+        stack.push_async_callback(voice_later.close)
+        speech, live_call = voice_later.speech, voice_later.live_call
+    else:
+        voice, speech, preload = build_voice(
+            settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
+        )
+        live_call = live_call_on(voice)
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
     if deliver_wakes:
-        start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=live_call_on(voice))
+        start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=live_call)
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
@@ -304,7 +338,8 @@ async def bootstrap(
         sessions=sessions,
         verifier=verifier,
         tickets=tickets,
-        voice=voice,
+        doors=voice,
+        voice_later=voice_later,
         toolbox=toolbox,
         knowledge=memory,
         reminders=reminder_parts,
@@ -318,9 +353,8 @@ async def bootstrap(
 
 
 def serve_app(services: Services) -> FastAPI:
-    """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it."""
-    from voice import VoiceError, build_voice_router, build_webrtc_router
-
+    """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it (or
+    added once built, when they are built in the background)."""
     settings = services.settings
     api = ChatApi(
         people=services.people,
@@ -357,7 +391,7 @@ def serve_app(services: Services) -> FastAPI:
     wakes = None
     if parts is not None and parts.delivery is not None:
         wakes = WakeDoors(reminders=parts.reminders, delivery=parts.delivery, gate=parts.gate)
-    return build_app(
+    app = build_app(
         api,
         pool=services.pool,
         wallet=services.wallet,
@@ -367,9 +401,33 @@ def serve_app(services: Services) -> FastAPI:
         knowledge_timeout_s=settings.knowledge_timeout_s,
         wakes=wakes,
         connections=services.specialists.connections if services.specialists is not None else None,
-        doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
-        door_errors=(VoiceError,),
     )
+    later = services.voice_later
+    if later is None:
+        add_doors(app, *_call_doors(services.voice))
+        return app
+    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None)
+    later.start(
+        lambda stack: build_voice(
+            settings,
+            stack,
+            dsn=services.dsn,
+            people=services.people,
+            verifier=services.verifier,
+            tickets=services.tickets,
+            turns=services.turns,
+            wallet=services.wallet,
+        ),
+        lambda doors: add_doors(app, *_call_doors(doors)),
+    )
+    return app
+
+
+def _call_doors(doors: VoiceDoors) -> tuple[list[APIRouter], list[type[Exception]]]:
+    """The call routes over `doors`, and the errors they raise (voice is imported by now)."""
+    from voice import VoiceError, build_voice_router, build_webrtc_router
+
+    return [build_voice_router(doors), build_webrtc_router(doors)], [VoiceError]
 
 
 @contextlib.asynccontextmanager
@@ -381,6 +439,7 @@ async def running(
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
     deliver_wakes: bool = True,
+    voice_in_background: bool = False,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
@@ -392,5 +451,6 @@ async def running(
             clock=clock,
             knowledge=knowledge,
             deliver_wakes=deliver_wakes,
+            voice_in_background=voice_in_background,
         )
         yield services, serve_app(services)

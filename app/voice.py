@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -20,6 +22,8 @@ from settings import Settings
 
 if TYPE_CHECKING:
     from voice import Engines, VoiceDoors
+
+log = logging.getLogger("avagenc")
 
 # How long shutdown waits for the Whisper preload thread: a native thread still loading
 # the model when the interpreter exits aborts the process (exit 134).
@@ -131,3 +135,56 @@ def live_call_on(voice: VoiceDoors) -> LiveCall:
         return None if call is None or call.speak is None else (call.channel, call.speak)
 
     return live_call
+
+
+class VoiceLater:
+    """The call doors built while the server already serves text (`avagenc serve`).
+
+    Importing voice (Pipecat, WebRTC, NumPy, the speech engines) is most of a server's
+    start: measured in bench/cold_start.py, it kept `/readyz` seconds away, and with
+    scale-to-zero that is the first request's wait (issue 24). So the serving process
+    answers text as soon as its database is ready, imports voice in a worker thread, then
+    builds the doors on the loop and hands them to `attach` (which adds their routes). A
+    call that arrives meanwhile waits for the doors (web.DoorsStarting), so nothing is
+    refused; everything built here is closed by `close`, at the place in the server's
+    shutdown where the doors would have been."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.doors: VoiceDoors | None = None
+        self.speech = "loading in the background"
+        self.preload: threading.Thread | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(
+        self,
+        build: Callable[[contextlib.AsyncExitStack], tuple[VoiceDoors, str, threading.Thread | None]],
+        attach: Callable[[VoiceDoors], None],
+    ) -> None:
+        async def load() -> None:
+            try:
+                await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
+                doors, self.speech, self.preload = build(self._stack)
+                attach(doors)
+                self.doors = doors
+                log.info("voice doors ready: speech=%s", self.speech)
+            except Exception:
+                self.speech = "unavailable"
+                log.exception("the call doors could not be built; text goes on")
+            finally:
+                self.ready.set()
+
+        self._task = asyncio.create_task(load(), name="voice-later")
+
+    def live_call(self, person_id: str) -> tuple[str, Callable[[SpokenReply], Awaitable[None]]] | None:
+        """`live_call_on` once the doors exist; no call is live before."""
+        return None if self.doors is None else live_call_on(self.doors)(person_id)
+
+    async def close(self) -> None:
+        """Stop loading (if still at it), end live calls, close what the doors opened."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._stack.aclose()
