@@ -100,7 +100,7 @@ _PERSON_SQL = (
     SELECT $1, 'message', jsonb_build_object('id', 'msg_y' || $4 || '_' || g, 'seq', g, 'author', 'ava',
            'text', 'Done: the bedroom light is on. You have two things today, the first at nine.',
            'channel', 'text', 'emotions', '[]'::jsonb, 'created_at', now()::text),
-           now() - make_interval(secs => $3 * ($2 - g) / $2)
+           now() - make_interval(secs => $3::float8 * ($2 - g) / $2)
     FROM generate_series(1, $2) AS g""",
     "UPDATE threads SET last_seq = $2 WHERE person_id = $1",
 )
@@ -135,7 +135,7 @@ _CROWD_SQL = (
            jsonb_build_object('id', 'msg_crowd_' || g, 'seq', g, 'author', 'human',
                               'text', 'something said during the year', 'channel', 'text',
                               'emotions', '[]'::jsonb, 'created_at', now()::text),
-           now() - make_interval(secs => $4 * ($3 - g) / $3)
+           now() - make_interval(secs => $4::float8 * ($3 - g) / $3)
     FROM generate_series(1, $3) AS g""",
     """INSERT INTO accounts (id, kind)
     SELECT 'user:usr_crowd' || g || ':IDR', 'user' FROM generate_series(1, $1) AS g""",
