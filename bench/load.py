@@ -68,7 +68,8 @@ async def main() -> None:
         home = Path(folder)
         database_url = await _prepare(admin_url)
         port = _free_port()
-        env = _environment(database_url, home, port, voice_at_start=False)
+        # The call doors built before /readyz, so the idle figure holds everything a server loads.
+        env = _environment(database_url, home, port, voice_at_start=True)
         env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
                    SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false")  # fmt: skip
         log_path = home / "serve.log"

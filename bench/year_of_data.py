@@ -152,6 +152,12 @@ _CROWD_CHARGES_SQL = (
     WHERE t.ref LIKE 'grant:usr\\_crowd%'""",
 )
 _RESUME_WINDOW_S = 6 * 86_400.0
+# What each table that grows with use costs per row, indexes included (for docs/scaling.md).
+_GROWING = ("messages", "runs", "run_calls", "run_events", "events", "transactions", "entries")
+_SIZES_SQL = f"""
+SELECT relname AS name, n_live_tup AS rows, pg_total_relation_size(relid) AS bytes
+FROM pg_stat_user_tables WHERE relname IN ({", ".join(f"'{t}'" for t in _GROWING)}) ORDER BY relname
+"""
 
 
 def _typed(sql: str, *types: str) -> str:
@@ -343,6 +349,7 @@ async def main() -> None:
             try:
                 size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
                 counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in ("people", "messages", "events")}
+                sizes = await conn.fetch(_SIZES_SQL)
             finally:
                 await conn.close()
             load = os.getloadavg()[0]
@@ -361,6 +368,10 @@ async def main() -> None:
         if ratio > TARGET:
             bent.append(what)
     print(f"  target: each <= {TARGET}x" + (f"; above it: {', '.join(bent)}" if bent else "; all within"))
+    print("  size per row, indexes included:")
+    for row in sizes:
+        per_row = row["bytes"] / row["rows"] if row["rows"] else 0
+        print(f"    {row['name']:13} {row['rows']:>10,} rows {row['bytes'] / 2**20:8.1f} MB {per_row:6.0f} B/row")
     sys.stdout.flush()
 
 
