@@ -77,8 +77,8 @@ async def test_old_records_go_by_themselves_and_what_receipts_and_resumes_need_s
             " ('live', now() + interval '1 hour')"
         )
         await conn.execute(
-            "INSERT INTO wake_notes (id, person_id, text, due_at, time_zone, status, delivered_at)"
-            " VALUES ('pstr_old', $1, 'old', now() - interval '40 days', 'UTC', 'delivered', now() - interval '40 days'),"
+            "INSERT INTO wake_notes (id, person_id, text, due_at, time_zone, status, delivered_at) VALUES"
+            " ('pstr_old', $1, 'old', now() - interval '40 days', 'UTC', 'delivered', now() - interval '40 days'),"
             " ('pstr_recent', $1, 'recent', now() - interval '1 day', 'UTC', 'delivered', now() - interval '1 day'),"
             " ('pstr_ahead', $1, 'ahead', now() + interval '1 day', 'UTC', 'pending', NULL)",
             me,

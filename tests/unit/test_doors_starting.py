@@ -34,7 +34,8 @@ def _door() -> APIRouter:
 
 
 async def test_a_call_waits_for_its_door_and_text_does_not() -> None:
-    ready, routers = asyncio.Event(), []
+    ready = asyncio.Event()
+    routers: list[APIRouter] = []
     app = _app(ready, routers)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         assert (await client.get("/v1/me")).status_code == 200  # the app already serves
