@@ -164,14 +164,14 @@ async def freeze_startup_heap(services: Services) -> None:
     the server makes later is collected as before. Only for a process that serves: objects
     frozen are never collected even when they become garbage, which is what startup's are
     not, but a test process building many servers would keep each one's cycles."""
-    gc.collect()
-    gc.freeze()
     preload = services.preload
     if services.voice_later is not None:
+        # The call doors are still being built: one pass once they are, not one now, which
+        # would run before the server listens and delay its /readyz (bench/cold_start.py).
         await services.voice_later.ready.wait()
-        gc.collect()
-        gc.freeze()
         preload = services.voice_later.preload
+    gc.collect()
+    gc.freeze()
     if preload is not None:
         await asyncio.to_thread(preload.join, PRELOAD_JOIN_S)
         gc.collect()
