@@ -28,6 +28,9 @@ bench: install
 	.venv/bin/python -m bench.turn_overhead --levels 1,24
 	.venv/bin/python -m bench.reminder_lateness
 	.venv/bin/python -m bench.knowledge_search
+	# Scale (issue 24) at short settings: a small year of data, and two cold starts each way.
+	.venv/bin/python -m bench.year_of_data --quick
+	.venv/bin/python -m bench.cold_start --runs 2
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

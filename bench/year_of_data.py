@@ -329,7 +329,7 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 people, 10,000 messages, 50,000 events")
     args = parser.parse_args()
     if args.quick:
-        args.people, args.messages, args.events, args.rounds = 1_000, 10_000, 50_000, 8
+        args.people, args.messages, args.events, args.rounds = 1_000, 10_000, 50_000, 20
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-year-") as folder:
         empty_url = await _database(admin_url, f"avagenc_year_empty_{os.getpid()}")
         full_url = await _database(admin_url, f"avagenc_year_full_{os.getpid()}")
