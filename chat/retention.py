@@ -43,6 +43,9 @@ log = logging.getLogger("avagenc")
 PRUNE_BATCH = 5_000
 # Batches per table per pass: a backlog larger than this is finished by the next passes.
 PRUNE_BATCHES_MAX = 200
+# The first pass runs this soon after startup (or after the interval, if shorter): an
+# instance scaled to zero between requests may never live a whole interval.
+FIRST_PASS_S = 60.0
 
 # Each deletes at most $2 rows older than $1 seconds; a BRIN index on the time column
 # (chat/sql/0080_retention.sql) finds them without reading the table.
@@ -130,9 +133,12 @@ class Retention:
         return pruned
 
     async def run(self) -> None:
-        """Prune every `interval_s` until cancelled; a pass that fails is logged and retried."""
+        """Prune soon after startup, then every `interval_s` until cancelled; a pass that fails
+        is logged and retried."""
+        wait_s = min(FIRST_PASS_S, self.interval_s)
         while True:
-            await asyncio.sleep(self.interval_s)
+            await asyncio.sleep(wait_s)
+            wait_s = self.interval_s
             try:
                 pruned = await self.prune()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
