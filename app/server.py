@@ -178,7 +178,7 @@ async def freeze_startup_heap(services: Services) -> None:
         gc.freeze()
 
 
-def build_retention(settings: Settings, pool: asyncpg.Pool, notes: ReminderParts) -> Retention:
+def build_retention(settings: Settings, pool: asyncpg.Pool, reminders: ReminderParts) -> Retention:
     """Retention over the chat's records, with the wake notes' and risky actions' own pruners."""
     wake_keep_s = settings.wake_notes_keep_s
     return Retention(
@@ -190,7 +190,7 @@ def build_retention(settings: Settings, pool: asyncpg.Pool, notes: ReminderParts
         ),
         interval_s=settings.retention_interval_s,
         pruners={
-            "wake_notes": lambda n: notes.notes.prune_past(older_than_s=wake_keep_s, limit=n),
+            "wake_notes": lambda n: reminders.notes.prune_past(older_than_s=wake_keep_s, limit=n),
             "pending_actions": lambda n: prune_actions(pool, older_than_s=wake_keep_s, limit=n),
         },
     )
