@@ -32,6 +32,9 @@ bench: install
 	.venv/bin/python -m bench.cloud_voice --turns 3
 	# The phone door beside the speaker door, at a short setting (bench/voice_phone.py).
 	.venv/bin/python -m bench.voice_phone --utterances 6 --per-call 2
+	# Scale (issue 24) at short settings: a small year of data, and two cold starts each way.
+	.venv/bin/python -m bench.year_of_data --quick
+	.venv/bin/python -m bench.cold_start --runs 2
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

@@ -107,6 +107,14 @@ class Settings(BaseSettings):
     # running, calls not charged, messages no run answers (chat/recovery.py).
     sweep_interval_s: float = Field(default=5.0, gt=0, le=3600)
 
+    # Retention (chat/retention.py): how often the serving process prunes, and how long each
+    # kind of record is kept. EVENTS_KEEP_S is the live-event resume window.
+    retention_interval_s: float = Field(default=3600.0, gt=0, le=86_400)
+    events_keep_s: float = Field(default=7 * 86_400, ge=3600)
+    tool_records_keep_s: float = Field(default=90 * 86_400, ge=3600)
+    call_records_keep_s: float = Field(default=30 * 86_400, ge=3600)
+    wake_notes_keep_s: float = Field(default=30 * 86_400, ge=3600)
+
     # Server-Sent Events: open streams per person, and the keep-alive comment interval.
     sse_streams_per_person_max: int = Field(default=5, ge=1, le=100)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
@@ -166,6 +174,10 @@ class Settings(BaseSettings):
     voice_pause_s: float = Field(default=0.06, ge=0, le=2)
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
+    # `avagenc serve` answers /readyz and text before the call doors (Pipecat, WebRTC, the
+    # speech engines) are built, in the background; a call meanwhile waits for them. True
+    # builds them first, as before (a slower start: bench/cold_start.py).
+    voice_at_start: bool = False
     # Ava's offline voice: "neural" (hibari-tts, natural, English; Indonesian falls back to
     # espeak-ng) or "espeak" (espeak-ng for every language: robotic, but always there).
     voice_tts: Literal["neural", "espeak"] = "neural"

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 import httpx
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from agents import Knowledge, Model, Specialists, Toolbox, installed_roster
+from agents.integrations.confirmations import prune_actions
 from app.database import build_database, build_listener, build_migrations, build_pool, supervise_database
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
@@ -33,7 +34,15 @@ from app.model import build_model
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
-from app.voice import PRELOAD_JOIN_S, build_voice, call_elsewhere_on, end_calls, hear_calls_elsewhere, live_call_on
+from app.voice import (
+    PRELOAD_JOIN_S,
+    VoiceLater,
+    build_voice,
+    call_elsewhere_on,
+    end_calls,
+    hear_calls_elsewhere,
+    live_call_on,
+)
 from app.wallet import build_ledger
 from chat import (
     REVOKED_CHANNEL,
@@ -42,6 +51,7 @@ from chat import (
     EventLog,
     Forgetting,
     Limits,
+    LiveCall,
     LocalTokens,
     LoggedPhoneCodes,
     Outbox,
@@ -62,10 +72,12 @@ from chat import (
     no_wakes,
     settle_crash,
 )
+from chat.retention import Keep, Retention
 from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
 from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, FirebaseWeb, WakeDoors, build_app
+from web.doors import DoorsStarting, add_doors
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -95,7 +107,8 @@ class Services:
     sessions: Sessions
     verifier: TokenVerifier
     tickets: Tickets
-    voice: VoiceDoors
+    # The call doors: built at startup (`doors`), or after it while text is served (`voice_later`).
+    doors: VoiceDoors | None
     toolbox: Toolbox
     knowledge: KnowledgeParts
     reminders: ReminderParts | None = None
@@ -110,10 +123,26 @@ class Services:
     devices: Devices | None = None
     # Verified phone numbers (chat.phones).
     phones: Phones | None = None
+    # What prunes the records that grow with use (chat.retention).
+    retention: Retention | None = None
+    voice_later: VoiceLater | None = None
+    # What a process's call doors are given once they exist (the devices, the phone webhook).
+    wire_doors: Callable[[VoiceDoors], None] | None = None
+
+    @property
+    def voice(self) -> VoiceDoors:
+        """The call doors (raises while they are still being built in the background)."""
+        doors = self.doors if self.voice_later is None else self.voice_later.doors
+        if doors is None:
+            raise RuntimeError("the call doors are still starting")
+        return doors
 
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
-        await end_calls(self.voice)
+        if self.doors is not None:
+            await end_calls(self.doors)
+        elif self.voice_later is not None and self.voice_later.doors is not None:
+            await end_calls(self.voice_later.doors)
 
 
 def build_identity(
@@ -139,17 +168,25 @@ def build_identity(
 
 
 def build_devices(
-    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, listener: Listener, voice: VoiceDoors
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    pool: asyncpg.Pool,
+    listener: Listener,
+    doors: Callable[[], VoiceDoors | None],
 ) -> Devices:
     """Paired speakers: their credentials, and every process ending a revoked device's live
-    call when the database says so (a missed notification is caught up by re-checking)."""
+    call when the database says so (a missed notification is caught up by re-checking).
+    `doors` gives the call doors, None while they are still being built (no call is live)."""
     devices = Devices(
         pool, pairing_ttl_s=settings.device_pairing_ttl_s, devices_per_person_max=settings.devices_per_person_max
     )
-    voice.devices = devices
     ending: set[asyncio.Task[None]] = set()
 
     def revoked(device_id: str | None) -> None:
+        voice = doors()
+        if voice is None:
+            return
         if device_id is None and not any(call.device_id for call in voice.registry.live()):
             return  # (re)started listening with no device call to re-check
         task = asyncio.create_task(voice.end_device_calls(device_id), name="device-revoked")
@@ -168,12 +205,11 @@ def build_devices(
 
 
 def build_phones(
-    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, tickets: Tickets, voice: VoiceDoors
-) -> tuple[Phones, str]:
+    settings: Settings, stack: contextlib.AsyncExitStack, *, pool: asyncpg.Pool, tickets: Tickets
+) -> tuple[Phones, str, Callable[[VoiceDoors], None]]:
     """Verified phone numbers, how their codes are sent (a text message through Twilio with
-    its credentials, the server's log otherwise), and Twilio's voice webhook over them."""
-    from voice import PhoneWebhook
-
+    its credentials, the server's log otherwise), and what gives the call doors Twilio's
+    voice webhook over them once they exist."""
     token = settings.twilio_auth_token.get_secret_value() if settings.twilio_auth_token else None
     sender: PhoneVerifier
     if token and settings.twilio_account_sid and settings.twilio_from_number:
@@ -198,14 +234,18 @@ def build_phones(
     async def call_token(person_id: str) -> str:
         return await tickets.issue(person_id, door="phone")
 
-    voice.phone_webhook = PhoneWebhook(
-        auth_token=token,
-        person_for=phones.person_for,
-        call_token=call_token,
-        first_call=phones.first_call,
-        public_base_url=settings.public_base_url,
-    )
-    return phones, adapter
+    def wire(voice: VoiceDoors) -> None:
+        from voice import PhoneWebhook  # voice is imported by now: its doors exist
+
+        voice.phone_webhook = PhoneWebhook(
+            auth_token=token,
+            person_for=phones.person_for,
+            call_token=call_token,
+            first_call=phones.first_call,
+            public_base_url=settings.public_base_url,
+        )
+
+    return phones, adapter, wire
 
 
 def build_event_hub(listener: Listener) -> EventHub:
@@ -225,17 +265,41 @@ async def freeze_startup_heap(services: Services) -> None:
     the server makes later is collected as before. Only for a process that serves: objects
     frozen are never collected even when they become garbage, which is what startup's are
     not, but a test process building many servers would keep each one's cycles."""
+    preload = services.preload
+    if services.voice_later is not None:
+        # The call doors are still being built: one pass once they are, not one now, which
+        # would run before the server listens and delay its /readyz (bench/cold_start.py).
+        await services.voice_later.ready.wait()
+        preload = services.voice_later.preload
     gc.collect()
     gc.freeze()
-    if services.preload is not None:
-        await asyncio.to_thread(services.preload.join, PRELOAD_JOIN_S)
+    if preload is not None:
+        await asyncio.to_thread(preload.join, PRELOAD_JOIN_S)
         gc.collect()
         gc.freeze()
 
 
-def start_sweeping(sweeper: Sweeper, stack: contextlib.AsyncExitStack) -> None:
-    """The sweep's loop for as long as the server serves; stopped first at shutdown."""
-    task = asyncio.create_task(sweeper.run(), name="sweep")
+def build_retention(settings: Settings, pool: asyncpg.Pool, reminders: ReminderParts) -> Retention:
+    """Retention over the chat's records, with the wake notes' and risky actions' own pruners."""
+    wake_keep_s = settings.wake_notes_keep_s
+    return Retention(
+        pool,
+        keep=Keep(
+            events_s=settings.events_keep_s,
+            tool_records_s=settings.tool_records_keep_s,
+            call_records_s=settings.call_records_keep_s,
+        ),
+        interval_s=settings.retention_interval_s,
+        pruners={
+            "wake_notes": lambda n: reminders.notes.prune_past(older_than_s=wake_keep_s, limit=n),
+            "pending_actions": lambda n: prune_actions(pool, older_than_s=wake_keep_s, limit=n),
+        },
+    )
+
+
+def start_sweeping(sweeper: Sweeper | Retention, stack: contextlib.AsyncExitStack) -> None:
+    """A periodic loop (the sweep, retention) for as long as the server serves; stopped first at shutdown."""
+    task = asyncio.create_task(sweeper.run(), name=type(sweeper).__name__.lower())
 
     async def stop() -> None:
         task.cancel()
@@ -255,6 +319,7 @@ async def bootstrap(
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
     deliver_wakes: bool = True,
+    voice_in_background: bool = False,
 ) -> Services:
     """Build the whole server on `stack`; if any step raises, the caller's stack closes the rest."""
     # The room first: everything after reads the specialists from it; the previous room
@@ -321,28 +386,52 @@ async def bootstrap(
     )
     await settle_crash(sweeper)
     start_sweeping(sweeper, stack)
+    retention = build_retention(settings, pool, reminder_parts)
+    start_sweeping(retention, stack)
     await start_learning(memory, hub, stack)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
     sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
     tickets = Tickets(pool)
-    voice, speech, preload = build_voice(
-        settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
-    )
-    devices = build_devices(settings, stack, pool=pool, listener=listener, voice=voice)
-    phones, phone_codes = build_phones(settings, stack, pool=pool, tickets=tickets, voice=voice)
+    # `avagenc serve` builds the call doors after it serves text (app.voice.VoiceLater); they
+    # close at this place in the shutdown either way.
+    voice: VoiceDoors | None = None
+    voice_later: VoiceLater | None = None
+    preload: threading.Thread | None = None
+
+    def doors_now() -> VoiceDoors | None:
+        return voice if voice_later is None else voice_later.doors
+
+    devices = build_devices(settings, stack, pool=pool, listener=listener, doors=doors_now)
+    phones, phone_codes, wire_phones = build_phones(settings, stack, pool=pool, tickets=tickets)
+
+    def wire_doors(doors: VoiceDoors) -> None:
+        doors.devices = devices
+        wire_phones(doors)
+
+    live_call: LiveCall
+    if voice_in_background:
+        voice_later = VoiceLater()
+        stack.push_async_callback(voice_later.close)
+        speech, live_call = voice_later.speech, voice_later.live_call
+    else:
+        voice, speech, preload = build_voice(
+            settings, stack, dsn=dsn, people=people, verifier=verifier, tickets=tickets, turns=turns, wallet=wallet
+        )
+        wire_doors(voice)
+        live_call = live_call_on(voice)
     # Started last, stopped first: deliveries in flight finish before calls end and pools close.
     # A scenario run (avagenc eval) keeps its notes pending: its clock is not the wall's,
     # so a note due in the scenario's future may already be due by the wall.
     # A note for a person on a call another process holds is said there (app.voice).
-    hear_calls_elsewhere(voice, listener, stack)
+    hear_calls_elsewhere(doors_now, listener, stack)
     if deliver_wakes:
         start_reminders(
             reminder_parts,
             turns=turns,
             people=people,
             pool=pool,
-            live_call=live_call_on(voice),
-            call_elsewhere=call_elsewhere_on(voice, pool),
+            live_call=live_call,
+            call_elsewhere=call_elsewhere_on(doors_now, pool),
         )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
     adapters = {
@@ -372,7 +461,8 @@ async def bootstrap(
         sessions=sessions,
         verifier=verifier,
         tickets=tickets,
-        voice=voice,
+        doors=voice,
+        voice_later=voice_later,
         toolbox=toolbox,
         knowledge=memory,
         reminders=reminder_parts,
@@ -383,6 +473,8 @@ async def bootstrap(
         sweeper=sweeper,
         devices=devices,
         phones=phones,
+        retention=retention,
+        wire_doors=wire_doors,
     )
 
 
@@ -400,9 +492,8 @@ def firebase_web(settings: Settings) -> FirebaseWeb | None:
 
 
 def serve_app(services: Services) -> FastAPI:
-    """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it."""
-    from voice import VoiceError, build_voice_router, build_webrtc_router
-
+    """The ASGI app over what `bootstrap` built: the HTTP edge with the call doors in it (or
+    added once built, when they are built in the background)."""
     settings = services.settings
     api = ChatApi(
         people=services.people,
@@ -440,7 +531,7 @@ def serve_app(services: Services) -> FastAPI:
     wakes = None
     if parts is not None and parts.delivery is not None:
         wakes = WakeDoors(reminders=parts.reminders, delivery=parts.delivery, gate=parts.gate)
-    return build_app(
+    app = build_app(
         api,
         pool=services.pool,
         wallet=services.wallet,
@@ -450,7 +541,6 @@ def serve_app(services: Services) -> FastAPI:
         knowledge_timeout_s=settings.knowledge_timeout_s,
         wakes=wakes,
         connections=services.specialists.connections if services.specialists is not None else None,
-        doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
         devices=services.devices,
         device_limits=DeviceLimits(
             pairing_per_address=Rate(max=settings.pairings_per_address_max, window_s=settings.pairing_window_s),
@@ -459,8 +549,40 @@ def serve_app(services: Services) -> FastAPI:
         phones=services.phones,
         phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
         request_time_max_s=settings.request_time_max_s,
-        door_errors=(VoiceError,),
     )
+    later = services.voice_later
+    if later is None:
+        add_doors(app, *_call_doors(services.voice))
+        return app
+    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None)
+    later.start(
+        lambda stack: build_voice(
+            settings,
+            stack,
+            dsn=services.dsn,
+            people=services.people,
+            verifier=services.verifier,
+            tickets=services.tickets,
+            turns=services.turns,
+            wallet=services.wallet,
+        ),
+        functools.partial(_attach_doors, app, services.wire_doors),
+    )
+    return app
+
+
+def _attach_doors(app: FastAPI, wire: Callable[[VoiceDoors], None] | None, doors: VoiceDoors) -> None:
+    """Doors built in the background: given what they need, then their routes added."""
+    if wire is not None:
+        wire(doors)
+    add_doors(app, *_call_doors(doors))
+
+
+def _call_doors(doors: VoiceDoors) -> tuple[list[APIRouter], list[type[Exception]]]:
+    """The call routes over `doors`, and the errors they raise (voice is imported by now)."""
+    from voice import VoiceError, build_voice_router, build_webrtc_router
+
+    return [build_voice_router(doors), build_webrtc_router(doors)], [VoiceError]
 
 
 @contextlib.asynccontextmanager
@@ -472,6 +594,7 @@ async def running(
     clock: Callable[[], datetime] | None = None,
     knowledge: Knowledge | None = None,
     deliver_wakes: bool = True,
+    voice_in_background: bool = False,
 ) -> AsyncIterator[tuple[Services, FastAPI]]:
     """Services and app for one process's lifetime (used by the server, tests, benchmarks and eval)."""
     async with contextlib.AsyncExitStack() as stack:
@@ -483,5 +606,6 @@ async def running(
             clock=clock,
             knowledge=knowledge,
             deliver_wakes=deliver_wakes,
+            voice_in_background=voice_in_background,
         )
         yield services, serve_app(services)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import threading
@@ -25,6 +26,8 @@ from settings import Settings
 
 if TYPE_CHECKING:
     from voice import Engines, VoiceDoors
+
+log = logging.getLogger("avagenc")
 
 # How long shutdown waits for the Whisper preload thread: a native thread still loading
 # the model when the interpreter exits aborts the process (exit 134).
@@ -138,8 +141,6 @@ def live_call_on(voice: VoiceDoors) -> LiveCall:
     return live_call
 
 
-log = logging.getLogger("avagenc")
-
 # What a process asks the process holding a person's call to say on it: a wake note's reply
 # (chat.wakes.CallElsewhere). Heard on every process's one LISTEN connection.
 SAY_CHANNEL = "avagenc_call_say"
@@ -168,12 +169,15 @@ def _say_payload(person_id: str, reply: SpokenReply) -> str:
         segments.pop()
 
 
-def call_elsewhere_on(voice: VoiceDoors, pool: asyncpg.Pool) -> CallElsewhere:
+def call_elsewhere_on(doors: Callable[[], VoiceDoors | None], pool: asyncpg.Pool) -> CallElsewhere:
     """The chat's view of a person's call held by another process: its slot is held in the
-    database and not by a live call here; saying on it is a NOTIFY that process hears."""
+    database and not by a live call here; saying on it is a NOTIFY that process hears.
+    `doors` gives this process's call doors, None while they are still being built."""
 
     async def call_elsewhere(person_id: str) -> Callable[[SpokenReply], Awaitable[None]] | None:
-        if voice.registry.live_for(person_id) is not None or not await pool.fetchval(_CALL_HELD_SQL, person_id):
+        voice = doors()
+        here = voice is not None and voice.registry.live_for(person_id) is not None
+        if here or not await pool.fetchval(_CALL_HELD_SQL, person_id):
             return None
 
         async def say(reply: SpokenReply) -> None:
@@ -184,7 +188,9 @@ def call_elsewhere_on(voice: VoiceDoors, pool: asyncpg.Pool) -> CallElsewhere:
     return call_elsewhere
 
 
-def hear_calls_elsewhere(voice: VoiceDoors, listener: Listener, stack: contextlib.AsyncExitStack) -> None:
+def hear_calls_elsewhere(
+    doors: Callable[[], VoiceDoors | None], listener: Listener, stack: contextlib.AsyncExitStack
+) -> None:
     """Say on this process's live calls what other processes ask (`call_elsewhere_on`). A
     message for a call that is not here (it ended, or it is another's) is dropped: the thread
     has the reply anyway."""
@@ -206,7 +212,8 @@ def hear_calls_elsewhere(voice: VoiceDoors, listener: Listener, stack: contextli
         except (ValueError, KeyError, TypeError):
             log.warning("a call message that cannot be read")
             return
-        call = voice.registry.live_for(person_id)
+        voice = doors()
+        call = None if voice is None else voice.registry.live_for(person_id)
         if call is None or call.speak is None or not segments:
             return
         task = asyncio.create_task(say(call.speak, SpokenReply(segments=segments, end_call=False), person_id))
@@ -219,3 +226,56 @@ def hear_calls_elsewhere(voice: VoiceDoors, listener: Listener, stack: contextli
 
     listener.watch(SAY_CHANNEL, heard)
     stack.push_async_callback(cancel)
+
+
+class VoiceLater:
+    """The call doors built while the server already serves text (`avagenc serve`).
+
+    Importing voice (Pipecat, WebRTC, NumPy, the speech engines) is most of a server's
+    start: measured in bench/cold_start.py, it kept `/readyz` seconds away, and with
+    scale-to-zero that is the first request's wait (issue 24). So the serving process
+    answers text as soon as its database is ready, imports voice in a worker thread, then
+    builds the doors on the loop and hands them to `attach` (which adds their routes). A
+    call that arrives meanwhile waits for the doors (web.DoorsStarting), so nothing is
+    refused; everything built here is closed by `close`, at the place in the server's
+    shutdown where the doors would have been."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.doors: VoiceDoors | None = None
+        self.speech = "loading in the background"
+        self.preload: threading.Thread | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(
+        self,
+        build: Callable[[contextlib.AsyncExitStack], tuple[VoiceDoors, str, threading.Thread | None]],
+        attach: Callable[[VoiceDoors], None],
+    ) -> None:
+        async def load() -> None:
+            try:
+                await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
+                doors, self.speech, self.preload = build(self._stack)
+                attach(doors)
+                self.doors = doors
+                log.info("voice doors ready: speech=%s", self.speech)
+            except Exception:
+                self.speech = "unavailable"
+                log.exception("the call doors could not be built; text goes on")
+            finally:
+                self.ready.set()
+
+        self._task = asyncio.create_task(load(), name="voice-later")
+
+    def live_call(self, person_id: str) -> tuple[str, Callable[[SpokenReply], Awaitable[None]]] | None:
+        """`live_call_on` once the doors exist; no call is live before."""
+        return None if self.doors is None else live_call_on(self.doors)(person_id)
+
+    async def close(self) -> None:
+        """Stop loading (if still at it), end live calls, close what the doors opened."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._stack.aclose()

@@ -29,30 +29,22 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from pydantic import ValidationError
 
 from agents import Model
 from app.database import build_migrations
-from app.evaluation import eval_product
 from app.keys import session_secret
 from app.records import records
 from app.server import freeze_startup_heap, running
 from chat import LocalTokens, cancel_detached, drain_detached
 from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from scenarios import (
-    ScenarioError,
-    SuiteResult,
-    agent_coverage,
-    bundled_suites,
-    load_suite,
-    render,
-    render_coverage,
-    run_suite,
-)
 from settings import Settings
+
+if TYPE_CHECKING:
+    from scenarios import SuiteResult
 
 log = logging.getLogger("avagenc")
 
@@ -147,7 +139,7 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
 
     stop = _Stop()
     with stop.installed():
-        async with running(settings, model=model) as (services, app):
+        async with running(settings, model=model, voice_in_background=not settings.voice_at_start) as (services, app):
             log.info("ports: %s", ", ".join(f"{k}={v}" for k, v in services.adapters.items()))
             frozen = asyncio.create_task(freeze_startup_heap(services), name="freeze-startup-heap")
             config = uvicorn.Config(
@@ -228,6 +220,9 @@ async def _wallet_verify(settings: Settings) -> int:
 
 async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str], transcripts: bool) -> int:
     """Exit 0 when every suite meets its threshold, 1 below it, 2 for a file that cannot be read."""
+    from app.evaluation import eval_product
+    from scenarios import ScenarioError, agent_coverage, bundled_suites, load_suite, render, render_coverage, run_suite
+
     try:
         suites = [load_suite(Path(p)) for p in paths] if paths else [load_suite(p) for p in bundled_suites()]
     except (ScenarioError, OSError) as exc:

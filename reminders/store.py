@@ -104,6 +104,14 @@ ORDER BY due_at LIMIT $2
 """
 _QUEUED_SQL = "UPDATE wake_notes SET queued_at = clock_timestamp() WHERE id = $1"
 _DELETE_SQL = "DELETE FROM wake_notes WHERE id = $1"
+# Past notes whose due time is older than $1 seconds, at most $2 of them (chat.retention):
+# what they did is in the thread as a `postera` message and its run, which are kept.
+_PRUNE_PAST_SQL = """
+DELETE FROM wake_notes WHERE id IN (
+    SELECT id FROM wake_notes
+    WHERE status IN ('delivered', 'cancelled', 'failed') AND due_at < clock_timestamp() - make_interval(secs => $1)
+    LIMIT $2)
+"""
 _PREVIOUS_OUTCOME_SQL = """
 SELECT outcome FROM wake_notes WHERE person_id = $1 AND status = 'delivered' AND id <> $2
 ORDER BY delivered_at DESC LIMIT 1
@@ -158,6 +166,11 @@ class Notes:
     async def remove(self, note_id: str) -> None:
         """Take back a note the queue refused (it was never visible as scheduled)."""
         await self._pool.execute(_DELETE_SQL, note_id)
+
+    async def prune_past(self, *, older_than_s: float, limit: int) -> int:
+        """Delete up to `limit` delivered, cancelled or failed notes due more than `older_than_s` ago."""
+        status: str = await self._pool.execute(_PRUNE_PAST_SQL, older_than_s, limit)
+        return int(status.split()[-1])
 
     async def get(self, note_id: str) -> Note | None:
         row = await self._pool.fetchrow(_GET_SQL, note_id)

@@ -72,6 +72,12 @@ SELECT EXISTS (
     WHERE person_id = $1 AND agent = $2 AND status = 'pending' AND expires_at > clock_timestamp()
       AND proposed_run_id <> $3 AND proposed_at > $4 AND proposed_at < $5)
 """
+# Actions that expired more than $1 seconds ago (done, failed, cancelled or never
+# confirmed: none can run any more), at most $2 of them (chat.retention).
+_PRUNE_SQL = """
+DELETE FROM pending_actions WHERE id IN (
+    SELECT id FROM pending_actions WHERE expires_at < clock_timestamp() - make_interval(secs => $1) LIMIT $2)
+"""
 _DECIDE_SQL = """
 UPDATE pending_actions SET status = $3, decided_at = clock_timestamp(), outcome = $4::jsonb
 WHERE person_id = $1 AND id = $2 AND status = $5 AND agent = $6
@@ -277,3 +283,9 @@ CONFIRMATION_SPECS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec("cancel_action", "Drop a proposed action the person said no to.", _ACTION_ID),
 )
+
+
+async def prune_actions(pool: asyncpg.Pool, *, older_than_s: float, limit: int) -> int:
+    """Delete up to `limit` proposals that expired more than `older_than_s` ago."""
+    status: str = await pool.execute(_PRUNE_SQL, older_than_s, limit)
+    return int(status.split()[-1])

@@ -19,6 +19,7 @@ class _Loaded:
 
     def __init__(self, preload: threading.Thread | None) -> None:
         self.preload = preload
+        self.voice_later = None  # the doors built at startup, as a test's server does
 
 
 @pytest.fixture(autouse=True)

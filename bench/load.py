@@ -1,0 +1,162 @@
+"""Load on one instance: live-event clients held open while messages arrive at a steady rate.
+
+One `avagenc serve` process (the offline model; its own OS process, so its resident memory
+is its own) on a running PostgreSQL. `--people` people sign in; `--clients` live-event
+streams are spread over them and held open for the whole run; then messages are posted at
+`--rate` per second for `--seconds`, open loop (each on time, whether the ones before have
+answered or not), round robin over the people. Reported: errors (any answer but 200, any
+stream that ended), turn latency p50/p99, the rate achieved, live events the clients
+received, and the server's resident memory after the streams opened, after warm-up
+(the first fifth of the run) and at the end. Issue 24's setting is `--clients 200 --rate
+50 --seconds 60`; the defaults are shorter for a shared machine.
+
+    .venv/bin/python -m bench.load [--clients 200 --rate 50 --seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from bench.cold_start import _environment, _free_port, _prepare
+from bench.turn_overhead import BenchFailed, log_tail, postgres
+
+_ROOT = Path(__file__).parent.parent
+
+
+def _rss_mb(pid: int) -> float:
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+async def _stream(client: httpx.AsyncClient, headers: dict[str, str], received: list[int], failed: list[str]) -> None:
+    try:
+        async with client.stream("GET", "/v1/events", headers=headers, timeout=None) as response:
+            if response.status_code != 200:
+                failed.append(f"stream {response.status_code}")
+                return
+            async for line in response.aiter_lines():
+                if line.startswith("id: "):
+                    received[0] += 1
+        failed.append("a stream ended")
+    except asyncio.CancelledError:
+        raise
+    except httpx.HTTPError as exc:
+        failed.append(f"stream {type(exc).__name__}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--people", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=20.0, help="messages per second")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    if args.clients > args.people * 5:
+        raise BenchFailed("at most 5 streams per person (SSE_STREAMS_PER_PERSON_MAX)")
+    with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-load-") as folder:
+        home = Path(folder)
+        database_url = await _prepare(admin_url)
+        port = _free_port()
+        # The call doors built before /readyz, so the idle figure holds everything a server loads.
+        env = _environment(database_url, home, port, voice_at_start=True)
+        env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
+                   SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false")  # fmt: skip
+        log_path = home / "serve.log"
+        with log_path.open("wb") as log:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "cli", "serve", stdout=log, stderr=log, env=env, cwd=_ROOT
+            )
+        limits = httpx.Limits(max_connections=args.clients + 200, max_keepalive_connections=200)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
+                for _ in range(3000):
+                    with contextlib.suppress(httpx.TransportError):
+                        if (await client.get("/readyz")).status_code == 200:
+                            break
+                    if process.returncode is not None:
+                        raise BenchFailed(log_tail(log_path))
+                    await asyncio.sleep(0.05)
+                idle_mb = _rss_mb(process.pid)
+                people = []
+                for n in range(args.people):
+                    body = (await client.post("/v1/auth/local", json={"name": f"Load {n}"})).json()
+                    people.append({"Authorization": f"Bearer {body['token']}"})
+                received: list[int] = [0]
+                failed: list[str] = []
+                streams = [
+                    asyncio.create_task(_stream(client, people[i % args.people], received, failed))
+                    for i in range(args.clients)
+                ]
+                await asyncio.sleep(3)
+                streams_mb = _rss_mb(process.pid)
+                latencies: list[float] = []
+                errors: list[str] = []
+
+                async def say(headers: dict[str, str]) -> None:
+                    at = time.perf_counter()
+                    try:
+                        answer = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
+                    except httpx.HTTPError as exc:
+                        errors.append(type(exc).__name__)
+                        return
+                    if answer.status_code != 200:
+                        errors.append(str(answer.status_code))
+                    latencies.append(time.perf_counter() - at)
+
+                total = int(args.rate * args.seconds)
+                warm_mb = streams_mb
+                load = os.getloadavg()[0]
+                started = time.perf_counter()
+                turns = []
+                for i in range(total):
+                    due = started + i / args.rate
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                    turns.append(asyncio.create_task(say(people[i % args.people])))
+                    if i == total // 5:
+                        warm_mb = _rss_mb(process.pid)
+                await asyncio.gather(*turns)
+                took = time.perf_counter() - started
+                await asyncio.sleep(2)  # the last events reach the clients
+                end_mb = _rss_mb(process.pid)
+                load = max(load, os.getloadavg()[0])
+                for task in streams:
+                    task.cancel()
+                await asyncio.gather(*streams, return_exceptions=True)
+        finally:
+            if process.returncode is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    async with asyncio.timeout(60):
+                        await process.wait()
+                except TimeoutError:
+                    process.kill()
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    print(
+        f"load ({source} PostgreSQL, offline model, {args.clients} live-event clients over {args.people} people, "
+        f"{args.rate:g} msg/s for {args.seconds:g} s; load average up to {load:.1f} on {os.cpu_count()} cores):"
+    )
+    print(
+        f"  turns {len(ordered)} in {took:.1f} s ({len(ordered) / took:.1f}/s), errors {len(errors) + len(failed)}"
+        f" {sorted(set(errors + failed))[:5]}"
+    )
+    print(f"  turn latency p50 {statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
+    print(f"  live events received by the clients: {received[0]:,}")
+    print(f"  server RSS: idle {idle_mb:.0f} MB, with the streams open {streams_mb:.0f} MB "
+          f"({(streams_mb - idle_mb) * 1024 / args.clients:.0f} KB per client), after warm-up {warm_mb:.0f} MB, "
+          f"at the end {end_mb:.0f} MB ({(end_mb / warm_mb - 1) * 100:+.1f} % since warm-up)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
