@@ -173,6 +173,14 @@ class Settings(BaseSettings):
     # Every call to a vendor API (token, Gmail, Spotify, Tuya) is bounded by this.
     integration_timeout_s: float = Field(default=10.0, gt=0, le=120)
 
+    # Operations (docs/operations.md). Log lines as one JSON object each (a log collector
+    # reads them) or as plain text with their fields appended (a terminal).
+    log_format: Literal["plain", "json"] = "plain"
+    # GET /metrics (Prometheus text): served while this is on; with a token, only to
+    # `Authorization: Bearer <token>` (on a public address, set one).
+    metrics_enabled: bool = True
+    metrics_token: SecretStr | None = None
+
     @model_validator(mode="after")
     def _waits_in_order(self) -> Settings:
         if self.voice_finished_timeout_s > self.voice_speech_timeout_s:

@@ -10,6 +10,7 @@ call and a run that fails halfway is still accounted for.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 from agents.errors import RunLimitExceeded, ToolError
 from agents.model import Content, FunctionCall, FunctionResult, Model, ModelRequest, Usage
 from agents.tools import Tool
+from telemetry import metrics
 
 # A tool result larger than this is cut before the model sees it, so one noisy API
 # response cannot blow the context window.
@@ -84,7 +86,9 @@ async def run_agent(
         request = ModelRequest(
             model=model_name, system=system, contents=tuple(contents), tools=tuple(t.spec for t in tools)
         )
+        started = time.monotonic()
         response = await model.generate(request=request)
+        metrics.model_call_seconds.observe(time.monotonic() - started, model=model_name)
         outcome.model_calls += 1
         outcome.usage = outcome.usage + response.usage
         outcome.model = response.model or model_name

@@ -30,6 +30,7 @@ from app.database import build_database, build_listener, build_migrations, build
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
 from app.model import build_model
+from app.operations import read_levels_on_scrape
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
@@ -254,6 +255,8 @@ async def bootstrap(
     if deliver_wakes:
         start_reminders(reminder_parts, turns=turns, people=people, pool=pool, live_call=live_call_on(voice))
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
+    pools = {"statements": pool, "turns": lock_pool}
+    read_levels_on_scrape(stack, pools=pools, voice=voice, notes=reminder_parts.notes)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
@@ -344,6 +347,8 @@ def serve_app(services: Services) -> FastAPI:
         connections=services.specialists.connections if services.specialists is not None else None,
         doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
         door_errors=(VoiceError,),
+        metrics_enabled=settings.metrics_enabled,
+        metrics_token=settings.metrics_token.get_secret_value() if settings.metrics_token else None,
     )
 
 

@@ -56,6 +56,7 @@ from chat.runs import Run
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,7 @@ class _Recorder:
             log.warning("run %s: the cost of call %d is unknown: %s", run.id, index, type(exc).__name__)
             cost = None
         turn.unsettled_micros = None if cost is None or turn.unsettled_micros is None else turn.unsettled_micros + cost
+        _count_call(model, spent, cost)
         turn.spent_micros = None if cost is None or turn.spent_micros is None else turn.spent_micros + cost
 
         def written() -> None:
@@ -229,6 +231,24 @@ class _Recorder:
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         run_id = self._run.id
         self._write(lambda: self._runs.record_tool(run_id, name=name, args=args, result=result))
+
+
+# The kinds of tokens /metrics counts (Usage's total and tool-prompt tokens are sums of these).
+_TOKEN_KINDS = {
+    "prompt_tokens": "prompt",
+    "cached_tokens": "cached",
+    "output_tokens": "output",
+    "thinking_tokens": "thinking",
+}
+
+
+def _count_call(model: str, usage: dict[str, int], cost_micros: int | None) -> None:
+    """One model call on /metrics: its tokens by kind and, when priced, its cost."""
+    for field_name, kind in _TOKEN_KINDS.items():
+        if usage.get(field_name):
+            metrics.model_tokens.inc(usage[field_name], model=model, kind=kind)
+    if cost_micros:
+        metrics.model_cost.inc(cost_micros, model=model)
 
 
 class _Metered:
@@ -695,6 +715,7 @@ class Turns:
             error_detail=error[1] if error else None,
         )
         turn.finished(finished)
+        metrics.runs.inc(agent=run.agent, trigger=run.trigger, status=finished.status)
         log.info(
             "run finished",
             extra={
@@ -703,6 +724,8 @@ class Turns:
                 "agent": run.agent,
                 "trigger": run.trigger,
                 "status": finished.status,
+                "error": error[0] if error else None,
+                "cost_micros": finished.cost_micros,
                 "usage": finished.usage,
             },
         )

@@ -53,6 +53,7 @@ from scenarios import (
     run_suite,
 )
 from settings import Settings
+from telemetry import LogFormat, configure_logging
 
 log = logging.getLogger("avagenc")
 
@@ -155,6 +156,8 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
                 host=settings.host,
                 port=settings.port,
                 log_level="info",
+                # uvicorn's own lines go through the process's handler, in its format (LOG_FORMAT).
+                log_config=None,
                 lifespan="off",
                 timeout_graceful_shutdown=_CONNECTIONS_CLOSE_S,
             )
@@ -275,15 +278,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(verb: str) -> None:
-    """The server narrates at INFO; every other verb prints its own result and only warnings."""
-    logging.basicConfig(
-        level=logging.INFO if verb == "serve" else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        force=True,  # the command owns the process: its choice, whatever configured logging before
-    )
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
+    """The server narrates at INFO; every other verb prints its own result and only warnings.
+    Lines are plain text with their fields, or one JSON object each (LOG_FORMAT=json)."""
+    # The command owns the process: its choice, whatever configured logging before.
+    configure_logging(level=logging.INFO if verb == "serve" else logging.WARNING, form=form, quiet=_QUIET_LOGGERS)
 
 
 def _chat(settings: Settings, args: argparse.Namespace) -> int:
@@ -319,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if getattr(args, "port", None):
         overrides["port"] = args.port
     settings = _settings(overrides)
+    _configure_logging(args.verb, settings.log_format)
     if args.verb == "serve":
         unsafe = settings.public_local_sign_in()
         if unsafe is not None:

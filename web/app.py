@@ -39,6 +39,7 @@ from web.edge import (
 )
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
+from web.operations import RequestContext, build_operations_router
 from web.pages import build_pages_router
 from web.redaction import redact_access_log
 from web.reminders import build_callback_router, build_reminders_router
@@ -67,6 +68,8 @@ def build_app(
     connections: Connections | None,
     doors: Sequence[APIRouter] = (),
     door_errors: Sequence[type[Exception]] = (),
+    metrics_enabled: bool = True,
+    metrics_token: str | None = None,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -91,6 +94,7 @@ def build_app(
     if connections is not None:
         app.include_router(build_integrations_router(api, connections))
     app.include_router(build_pages_router())
+    app.include_router(build_operations_router(metrics_enabled=metrics_enabled, metrics_token=metrics_token))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     for error in door_errors:
@@ -103,6 +107,7 @@ def build_app(
         app.add_exception_handler(gone, on_database_gone)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(BodyLimit)
+    app.add_middleware(RequestContext)  # outermost of ours: its id is on every line the others log
     redact_access_log()  # credentials some clients must put in URLs never reach the log
 
     @app.get("/healthz", tags=["operations"])

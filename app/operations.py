@@ -1,0 +1,48 @@
+"""The levels `/metrics` reads at each scrape, from what the server's root built.
+
+Counters are recorded where their events happen (telemetry.metrics); levels such as
+connections in use, live calls and the reminder queue's backlog are read here just
+before a scrape instead, from the pools, the call registry and the `wake_notes` table,
+and the reading stops when the server closes (docs/operations.md#metrics).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from reminders import Notes
+from telemetry import metrics
+
+if TYPE_CHECKING:
+    from voice import VoiceDoors
+
+
+def _pool_levels(name: str, pool: asyncpg.Pool) -> None:
+    size, idle = pool.get_size(), pool.get_idle_size()
+    metrics.db_connections.set(size - idle, pool=name, state="in_use")
+    metrics.db_connections.set(idle, pool=name, state="idle")
+    metrics.db_connections.set(pool.get_max_size(), pool=name, state="max")
+
+
+def read_levels_on_scrape(
+    stack: contextlib.AsyncExitStack,
+    *,
+    pools: dict[str, asyncpg.Pool],
+    voice: VoiceDoors,
+    notes: Notes | None,
+) -> None:
+    """Before each scrape: pool use, live calls and the wake-note backlog; until `stack` closes."""
+
+    async def refresh() -> None:
+        for name, pool in pools.items():
+            _pool_levels(name, pool)
+        metrics.calls_active.set(len(voice.registry))
+        if notes is not None:
+            count, lag_s = await notes.backlog()
+            metrics.wake_backlog.set(count)
+            metrics.wake_lag_seconds.set(lag_s)
+
+    stack.callback(metrics.registry.on_scrape(refresh))
