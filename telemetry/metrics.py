@@ -276,16 +276,11 @@ class Metrics:
             Histogram(
                 "avagenc_voice_response_seconds",
                 "On a call, from the end of the person's speech (the VAD's stop) to Ava's first audio",
-                ("door",),
+                ("channel",),
                 buckets=_LATENCY_BUCKETS_S,
             )
         )
         self.calls_active = registry.add(Gauge("avagenc_calls_active", "Live calls in this process"))
-        self.utterances_unheard = registry.add(
-            Counter(
-                "avagenc_voice_utterances_unheard_total", "Speech the recogniser wrote no words for, by door", ("door",)
-            )
-        )
         self.wake_lateness_seconds = registry.add(
             Histogram(
                 "avagenc_wake_lateness_seconds",
