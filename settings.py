@@ -180,6 +180,9 @@ class Settings(BaseSettings):
     # `Authorization: Bearer <token>` (on a public address, set one).
     metrics_enabled: bool = True
     metrics_token: SecretStr | None = None
+    # OpenTelemetry traces (one per turn) to an OTLP/HTTP collector, e.g.
+    # http://127.0.0.1:4318/v1/traces; unset: no span is recorded or sent.
+    traces_otlp_endpoint: str | None = Field(default=None, min_length=1, max_length=500)
 
     @model_validator(mode="after")
     def _waits_in_order(self) -> Settings:

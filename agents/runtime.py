@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from agents.errors import RunLimitExceeded, ToolError
 from agents.model import Content, FunctionCall, FunctionResult, Model, ModelRequest, Usage
 from agents.tools import Tool
-from telemetry import metrics
+from telemetry import metrics, span
 
 # A tool result larger than this is cut before the model sees it, so one noisy API
 # response cannot blow the context window.
@@ -87,7 +87,9 @@ async def run_agent(
             model=model_name, system=system, contents=tuple(contents), tools=tuple(t.spec for t in tools)
         )
         started = time.monotonic()
-        response = await model.generate(request=request)
+        with span("model call", model=model_name, index=outcome.model_calls + 1) as called:
+            response = await model.generate(request=request)
+            called.set_attribute("avagenc.output_tokens", response.usage.output_tokens)
         metrics.model_call_seconds.observe(time.monotonic() - started, model=model_name)
         outcome.model_calls += 1
         outcome.usage = outcome.usage + response.usage
@@ -109,7 +111,8 @@ async def run_agent(
                 handoffs += 1
                 if handoffs > limits.handoffs_max:
                     raise RunLimitExceeded(f"the run handed on more than {limits.handoffs_max} times")
-            result = await _call_tool(tool, call)
+            with span(f"tool {call.name}", tool=call.name, handoff=bool(tool is not None and tool.handoff)):
+                result = await _call_tool(tool, call)
             await observer.tool_called(name=call.name, args=dict(call.args), result=result)
             results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
         contents.append(Content(role="user", results=tuple(results)))

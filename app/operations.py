@@ -1,4 +1,5 @@
-"""The levels `/metrics` reads at each scrape, from what the server's root built.
+"""What the operator's tools get from the server's root: the levels `/metrics` reads at
+each scrape, and the trace exporter.
 
 Counters are recorded where their events happen (telemetry.metrics); levels such as
 connections in use, live calls and the reminder queue's backlog are read here just
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from reminders import Notes
-from telemetry import metrics
+from settings import Settings
+from telemetry import export_traces, metrics
 
 if TYPE_CHECKING:
     from voice import VoiceDoors
@@ -46,3 +48,12 @@ def read_levels_on_scrape(
             metrics.wake_lag_seconds.set(lag_s)
 
     stack.callback(metrics.registry.on_scrape(refresh))
+
+
+def build_tracing(settings: Settings, stack: contextlib.AsyncExitStack) -> str:
+    """Export traces where TRACES_OTLP_ENDPOINT says (flushed when the server closes); the
+    adapter's name for the startup line."""
+    if settings.traces_otlp_endpoint is None:
+        return "off"
+    stack.callback(export_traces(endpoint=settings.traces_otlp_endpoint))
+    return "OTLP/HTTP"

@@ -30,7 +30,7 @@ from app.database import build_database, build_listener, build_migrations, build
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
 from app.model import build_model
-from app.operations import read_levels_on_scrape
+from app.operations import build_tracing, read_levels_on_scrape
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
@@ -182,6 +182,7 @@ async def bootstrap(
     # comes back when the stack closes (a test's toy specialist leaves no trace).
     stack.enter_context(installed_roster(settings.agent_packages))
     check_models(settings)
+    traces = build_tracing(settings, stack)
     dsn, embedded = await build_database(settings, stack)
     supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
@@ -266,6 +267,7 @@ async def bootstrap(
         "speech": speech,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
+        "traces": traces,
     }
     return Services(
         settings=settings,

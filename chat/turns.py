@@ -56,7 +56,7 @@ from chat.runs import Run
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
-from telemetry import metrics
+from telemetry import metrics, span
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +323,21 @@ class Turns:
         said it, while the turn goes on to write it and settle its charges, so speech can
         start a few statements sooner. It is not told on a replay or when the turn fails
         before the lead agent has answered; the returned `spoken` is the same reply."""
+        with span("turn", person=person.id, channel=channel):
+            return await self._post(
+                person, text=text, channel=channel, zone=zone, client_id=client_id, on_reply=on_reply
+            )
+
+    async def _post(
+        self,
+        person: Person,
+        *,
+        text: str,
+        channel: Channel,
+        zone: ZoneInfo,
+        client_id: str | None,
+        on_reply: Callable[[SpokenReply], None] | None,
+    ) -> TurnResult:
         check_text(text)
         if client_id is not None and (first := await self._threads.by_client_id(person.id, client_id)) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
@@ -363,10 +378,11 @@ class Turns:
                     facts_lookup=facts,
                     on_reply=on_reply if channel != "text" else None,
                 )
+                with span("route") as routed:
+                    lead = AGENTS[route(text)]
+                    routed.set_attribute("avagenc.agent", lead.name)
                 try:
-                    _, reply = await self._run(
-                        turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
-                    )
+                    _, reply = await self._run(turn, agent=lead, trigger="human", parent=None, trigger_message=message)
                 finally:
                     # Every run's end and charge, before the thread is let go: also when the
                     # turn failed (an outage), so the sweep never fails a run its books are
@@ -435,6 +451,10 @@ class Turns:
         theirs may not contain "/"), and a run already started on that message is never
         started again. On an empty wallet the note is still written, and no run starts."""
         client_id = f"wake/{note_id}"
+        with span("wake", person=person.id, note=note_id):
+            return await self._wake(person, client_id=client_id, text=text, zone=zone, channel=channel)
+
+    async def _wake(self, person: Person, *, client_id: str, text: str, zone: ZoneInfo, channel: Channel) -> Woken:
         raw = ""
         async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
             message = await self._threads.by_client_id(person.id, client_id)
@@ -689,9 +709,12 @@ class Turns:
         )
         turn.started(run)
         recorder = _Recorder(self._runs, self._wallet, turn, run)
-        reply, error = await self._attempt(
-            turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message, recorder=recorder
-        )
+        with span(f"run {agent.name}", run=run.id, agent=agent.name, trigger=trigger) as running:
+            reply, error = await self._attempt(
+                turn, agent=agent, run=run, trigger=trigger, trigger_message=trigger_message, recorder=recorder
+            )
+            if error is not None:
+                running.set_attribute("avagenc.error", error[0])
         if parent is None and turn.on_reply is not None:
             turn.on_reply(parse_spoken(reply))
         if reply:

@@ -24,6 +24,7 @@ from telemetry.metrics import (
     Registry,
     metrics,
 )
+from telemetry.traces import export_traces, span
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -36,7 +37,9 @@ __all__ = [
     "Registry",
     "configure_logging",
     "current_request_id",
+    "export_traces",
     "fresh_request_id",
     "metrics",
     "request_id",
+    "span",
 ]
