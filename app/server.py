@@ -350,6 +350,7 @@ def serve_app(services: Services) -> FastAPI:
         doors=(build_voice_router(services.voice), build_webrtc_router(services.voice)),
         door_errors=(VoiceError,),
         metrics_enabled=settings.metrics_enabled,
+        first_product_routes=settings.first_product_routes,
         metrics_token=settings.metrics_token.get_secret_value() if settings.metrics_token else None,
     )
 

@@ -24,6 +24,7 @@ from chat import ChatError, Forgetting, Wallet
 from ledger import LedgerError
 from reminders import CallbackGate, Delivery, ReminderError, Reminders
 from web.api import ChatApi, build_router
+from web.compat import build_compat_router
 from web.edge import (
     DATABASE_GONE,
     BodyLimit,
@@ -70,6 +71,7 @@ def build_app(
     door_errors: Sequence[type[Exception]] = (),
     metrics_enabled: bool = True,
     metrics_token: str | None = None,
+    first_product_routes: bool = False,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -93,6 +95,17 @@ def build_app(
         app.include_router(door)
     if connections is not None:
         app.include_router(build_integrations_router(api, connections))
+    if first_product_routes:
+        app.include_router(
+            build_compat_router(
+                api,
+                wallet=wallet,
+                knowledge=knowledge,
+                forgetting=forgetting,
+                reminders=wakes.reminders if wakes is not None else None,
+                knowledge_timeout_s=knowledge_timeout_s,
+            )
+        )
     app.include_router(build_pages_router())
     app.include_router(build_operations_router(metrics_enabled=metrics_enabled, metrics_token=metrics_token))
     app.add_exception_handler(ChatError, on_chat_error)
