@@ -29,31 +29,15 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
-from pydantic import ValidationError
-
-from agents import Model
-from app.database import build_migrations
-from app.evaluation import eval_product
-from app.keys import session_secret
-from app.records import records
-from app.server import freeze_startup_heap, running
-from chat import LocalTokens, cancel_detached, drain_detached
-from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from scenarios import (
-    ScenarioError,
-    SuiteResult,
-    agent_coverage,
-    bundled_suites,
-    load_suite,
-    render,
-    render_coverage,
-    run_suite,
-)
-from settings import Settings
 from telemetry import LogFormat, configure_logging
+
+if TYPE_CHECKING:
+    # Each verb imports what it builds when it runs: `avagenc chat`, a plain HTTP client,
+    # starts in a fraction of a second instead of loading the server (docs/http.md#terminal-client).
+    from agents import Model
+    from settings import Settings
 
 log = logging.getLogger("avagenc")
 
@@ -82,6 +66,8 @@ def _server_class() -> type[Any]:
             yield
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            from chat import cancel_detached, drain_detached
+
             for server in self.servers:
                 server.close()  # stop accepting before anything else
             log.info("stopping: hanging up calls, waiting up to %.0f s for turns in flight", self._grace_s)
@@ -146,6 +132,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
     `model` is for tests that need a model of their own behind the real command."""
     import uvicorn
 
+    from app.server import freeze_startup_heap, running
+    from chat import cancel_detached
+
     stop = _Stop()
     with stop.installed():
         async with running(settings, model=model) as (services, app):
@@ -171,6 +160,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
 
 
 async def _migrate(settings: Settings) -> int:
+    from app.database import build_migrations
+    from app.records import records
+
     async with records(settings, migrate_first=False) as db:
         applied = await build_migrations(db.pool)
     print("applied: " + ", ".join(applied) if applied else "the database is up to date")
@@ -178,6 +170,10 @@ async def _migrate(settings: Settings) -> int:
 
 
 async def _user_token(settings: Settings, name: str) -> int:
+    from app.keys import session_secret
+    from app.records import records
+    from chat import LocalTokens
+
     async with records(settings, migrate_first=True) as db:
         person, created = await db.people.sign_in_local(name)
         if created:
@@ -187,6 +183,9 @@ async def _user_token(settings: Settings, name: str) -> int:
 
 
 async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | None) -> int:
+    from app.records import records
+    from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
+
     if not amount.isdigit() or int(amount) <= 0:
         print(f"error: AMOUNT must be a whole number of rupiah above zero, not {amount!r}", file=sys.stderr)
         return 2
@@ -213,6 +212,10 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
 
 async def _wallet_verify(settings: Settings) -> int:
     """Read-only: no migrations, no sweep; 0 when every invariant holds, 1 when any is broken."""
+    import asyncpg
+
+    from app.records import records
+
     if not settings.database_url and not (settings.avagenc_home / "pg" / "PG_VERSION").exists():
         print(f"error: there is no database in {settings.avagenc_home} yet (run `avagenc migrate`)", file=sys.stderr)
         return 2
@@ -231,6 +234,18 @@ async def _wallet_verify(settings: Settings) -> int:
 
 async def _eval(settings: Settings, paths: Sequence[str], only: Sequence[str], transcripts: bool) -> int:
     """Exit 0 when every suite meets its threshold, 1 below it, 2 for a file that cannot be read."""
+    from app.evaluation import eval_product
+    from scenarios import (
+        ScenarioError,
+        SuiteResult,
+        agent_coverage,
+        bundled_suites,
+        load_suite,
+        render,
+        render_coverage,
+        run_suite,
+    )
+
     try:
         suites = [load_suite(Path(p)) for p in paths] if paths else [load_suite(p) for p in bundled_suites()]
     except (ScenarioError, OSError) as exc:
@@ -298,6 +313,10 @@ def _chat(settings: Settings, args: argparse.Namespace) -> int:
 def _settings(overrides: dict[str, Any]) -> Settings:
     """The settings, or exit 2 with one line per bad setting, named as the operator wrote it
     (an environment variable), instead of a traceback."""
+    from pydantic import ValidationError
+
+    from settings import Settings
+
     try:
         return Settings(**overrides)
     except ValidationError as exc:
