@@ -300,10 +300,9 @@ def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
     configure_logging(level=logging.INFO if verb == "serve" else logging.WARNING, form=form, quiet=_QUIET_LOGGERS)
 
 
-def _chat(settings: Settings, args: argparse.Namespace) -> int:
+def _chat(url: str, args: argparse.Namespace) -> int:
     from cli.terminal import run_terminal
 
-    url = args.url or f"http://{settings.host}:{settings.port}"
     try:
         return asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone))
     except KeyboardInterrupt:
@@ -331,6 +330,9 @@ def _settings(overrides: dict[str, Any]) -> Settings:
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     _configure_logging(args.verb)
+    if args.verb == "chat" and args.url:
+        # A client given its server reads no setting: it starts without loading pydantic.
+        sys.exit(_chat(args.url, args))
     overrides: dict[str, Any] = {}
     if getattr(args, "host", None):
         overrides["host"] = args.host
@@ -346,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(serve(settings))
         sys.exit(0)
     if args.verb == "chat":
-        sys.exit(_chat(settings, args))
+        sys.exit(_chat(f"http://{settings.host}:{settings.port}", args))
     if args.verb == "migrate":
         code = asyncio.run(_migrate(settings))
     elif args.verb == "users":
