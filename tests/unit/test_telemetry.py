@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
-from telemetry import Counter, Gauge, Histogram, JsonFormatter, PlainFormatter, Registry, request_id
+from telemetry import Counter, Gauge, Histogram, JsonFormatter, PlainFormatter, Registry, metrics, request_id
 
 
 def _record(msg: str = "run finished", **extra: object) -> logging.LogRecord:
@@ -126,3 +128,16 @@ async def test_a_failing_refresh_leaves_the_page_whole() -> None:
     page = await registry.exposition()
     assert "t_refreshed 7" in page
     stop()
+
+
+def test_the_dashboard_charts_only_metrics_the_server_serves() -> None:
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    served = {m.name for m in metrics.registry.members}
+    charted = {
+        re.sub(r"_(bucket|sum|count)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"avagenc_[a-z_]+", target["expr"])
+    }
+    assert charted and charted <= served, charted - served
+    assert not served - charted, "every metric has a panel"
