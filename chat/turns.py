@@ -56,7 +56,7 @@ from chat.runs import Run
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
-from telemetry import metrics, span
+from telemetry import here, metrics, span
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,13 @@ class _Recorder:
             usage=spent,
         )
         # The turn announces the balance once, after its last charge.
-        self._write(lambda: self._wallet.charge(call, announce=False), then=written)
+        where = here()
+
+        async def charge() -> object:
+            with span("charge", within=where, run=run.id, index=index, model=model):
+                return await self._wallet.charge(call, announce=False)
+
+        self._write(charge, then=written)
         self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:

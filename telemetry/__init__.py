@@ -24,7 +24,7 @@ from telemetry.metrics import (
     Registry,
     metrics,
 )
-from telemetry.traces import export_traces, span
+from telemetry.traces import export_traces, here, span
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -39,6 +39,7 @@ __all__ = [
     "current_request_id",
     "export_traces",
     "fresh_request_id",
+    "here",
     "metrics",
     "request_id",
     "span",

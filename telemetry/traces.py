@@ -14,7 +14,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from opentelemetry import trace
+from opentelemetry import context, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
 
 Attribute = str | int | float | bool | None
@@ -23,12 +24,18 @@ Attribute = str | int | float | bool | None
 _tracer = trace.get_tracer("avagenc")
 
 
+def here() -> Context:
+    """Where the caller is in its trace, for work that runs later elsewhere (`span(within=)`)."""
+    return context.get_current()
+
+
 @contextlib.contextmanager
-def span(name: str, **attributes: Attribute) -> Iterator[Span]:
-    """A child of the current span (or a new trace's root) for the block; an exception
+def span(name: str, *, within: Context | None = None, **attributes: Attribute) -> Iterator[Span]:
+    """A child of the current span, or of `within` (a turn's charges are written by another
+    task, after the run that made them), or a new trace's root, for the block; an exception
     escaping it marks the span as failed, with the exception's type only."""
     given = {f"avagenc.{key}": value for key, value in attributes.items() if value is not None}
-    with _tracer.start_as_current_span(name, attributes=given, record_exception=False) as current:
+    with _tracer.start_as_current_span(name, context=within, attributes=given, record_exception=False) as current:
         try:
             yield current
         except BaseException as exc:

@@ -59,5 +59,9 @@ async def test_a_turn_is_one_trace_from_routing_to_the_specialists_tool(app: App
     assert _parent(command, by_id) is zee
     calls = [s for s in in_turn if s.name == "model call"]
     assert {_parent(c, by_id) for c in calls} == {ava, zee}
+    # Each model call's charge, written after it on the turn's books, sits under its run.
+    charges = [s for s in in_turn if s.name == "charge"]
+    assert len(charges) == len(calls)
+    assert {_parent(c, by_id) for c in charges} == {ava, zee}
     # Ids and names only: nothing anyone said is an attribute.
     assert not any("bedroom" in str(v) for s in in_turn for v in (s.attributes or {}).values())
