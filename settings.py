@@ -179,13 +179,13 @@ class Settings(BaseSettings):
     # GET /metrics (Prometheus text): served while this is on; with a token, only to
     # `Authorization: Bearer <token>` (on a public address, set one).
     metrics_enabled: bool = True
-    metrics_token: SecretStr | None = None
+    metrics_token: SecretStr | None = Field(default=None, min_length=16)  # a guessable token guards nothing
     # The first product's routes (POST /ava, /zee, …; GET /wallet, /sessions/messages, …) for
     # its web, iOS and speaker clients (docs/first-product.md).
     first_product_routes: bool = False
     # OpenTelemetry traces (one per turn) to an OTLP/HTTP collector, e.g.
     # http://127.0.0.1:4318/v1/traces; unset: no span is recorded or sent.
-    traces_otlp_endpoint: str | None = Field(default=None, min_length=1, max_length=500)
+    traces_otlp_endpoint: str | None = Field(default=None, max_length=500, pattern=r"^https?://[^\s]+$")
 
     @model_validator(mode="after")
     def _waits_in_order(self) -> Settings:
