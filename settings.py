@@ -229,6 +229,20 @@ class Settings(BaseSettings):
     # Every call to a vendor API (token, Gmail, Spotify, Tuya) is bounded by this.
     integration_timeout_s: float = Field(default=10.0, gt=0, le=120)
 
+    # Operations (docs/operations.md). Log lines as one JSON object each (a log collector
+    # reads them) or as plain text with their fields appended (a terminal).
+    log_format: Literal["plain", "json"] = "plain"
+    # GET /metrics (Prometheus text): served while this is on; with a token, only to
+    # `Authorization: Bearer <token>` (on a public address, set one).
+    metrics_enabled: bool = True
+    metrics_token: SecretStr | None = Field(default=None, min_length=16)  # a guessable token guards nothing
+    # The first product's routes (POST /ava, /zee, …; GET /wallet, /sessions/messages, …) for
+    # its web, iOS and speaker clients (docs/first-product.md).
+    first_product_routes: bool = False
+    # OpenTelemetry traces (one per turn) to an OTLP/HTTP collector, e.g.
+    # http://127.0.0.1:4318/v1/traces; unset: no span is recorded or sent.
+    traces_otlp_endpoint: str | None = Field(default=None, max_length=500, pattern=r"^https?://[^\s]+$")
+
     @model_validator(mode="after")
     def _waits_in_order(self) -> Settings:
         if self.voice_finished_timeout_s > self.voice_speech_timeout_s:

@@ -15,6 +15,7 @@ the cut answer, and one that broke part-way, are charged what the provider repor
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ from agents.model import (
     generate_streaming,
 )
 from agents.tools import Tool
+from telemetry import metrics, span
 
 # A tool result larger than this is cut before the model sees it, so one noisy API
 # response cannot blow the context window.
@@ -122,14 +124,18 @@ async def run_agent(
         request = ModelRequest(
             model=model_name, system=system, contents=tuple(contents), tools=tuple(t.spec for t in tools)
         )
-        try:
-            response = await _answer(model, request, speech, stop)
-        except ModelError as exc:
-            if exc.usage != Usage():  # a stream that broke part-way: billed for what it sent
-                outcome.model_calls += 1
-                outcome.usage = outcome.usage + exc.usage
-                await observer.model_called(index=outcome.model_calls, model=model_name, usage=exc.usage)
-            raise
+        started = time.monotonic()
+        with span("model call", model=model_name, index=outcome.model_calls + 1) as called:
+            try:
+                response = await _answer(model, request, speech, stop)
+            except ModelError as exc:
+                if exc.usage != Usage():  # a stream that broke part-way: billed for what it sent
+                    outcome.model_calls += 1
+                    outcome.usage = outcome.usage + exc.usage
+                    await observer.model_called(index=outcome.model_calls, model=model_name, usage=exc.usage)
+                raise
+            called.set_attribute("avagenc.output_tokens", response.usage.output_tokens)
+        metrics.model_call_seconds.observe(time.monotonic() - started, model=model_name)
         outcome.model_calls += 1
         outcome.usage = outcome.usage + response.usage
         outcome.model = response.model or model_name
@@ -153,7 +159,8 @@ async def run_agent(
                 handoffs += 1
                 if handoffs > limits.handoffs_max:
                     raise RunLimitExceeded(f"the run handed on more than {limits.handoffs_max} times")
-            result = await _call_tool(tool, call)
+            with span(f"tool {call.name}", tool=call.name, handoff=bool(tool is not None and tool.handoff)):
+                result = await _call_tool(tool, call)
             await observer.tool_called(name=call.name, args=dict(call.args), result=result)
             results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
         if any(r.response.get(ANSWERED) is True for r in results):

@@ -31,6 +31,7 @@ from app.database import build_database, build_listener, build_migrations, build
 from app.keys import session_secret
 from app.knowledge import KnowledgeParts, build_knowledge, start_learning
 from app.model import build_model
+from app.operations import build_tracing, read_levels_on_scrape
 from app.reminders import ReminderParts, build_reminders, start_reminders
 from app.specialists import build_specialists_on, build_toolbox, check_models
 from app.turns import build_turns
@@ -326,6 +327,7 @@ async def bootstrap(
     # comes back when the stack closes (a test's toy specialist leaves no trace).
     stack.enter_context(installed_roster(settings.agent_packages))
     check_models(settings)
+    traces = build_tracing(settings, stack)
     dsn, embedded = await build_database(settings, stack)
     supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
@@ -434,6 +436,8 @@ async def bootstrap(
             call_elsewhere=call_elsewhere_on(doors_now, pool),
         )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
+    pools = {"statements": pool, "turns": lock_pool}
+    read_levels_on_scrape(stack, pools=pools, doors=doors_now, notes=reminder_parts.notes)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
         "model": type(chosen).__name__,
@@ -444,6 +448,7 @@ async def bootstrap(
         "phone codes": phone_codes,
         "knowledge": memory.adapter,
         **reminder_parts.adapters,
+        "traces": traces,
     }
     return Services(
         settings=settings,
@@ -549,6 +554,9 @@ def serve_app(services: Services) -> FastAPI:
         phones=services.phones,
         phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
         request_time_max_s=settings.request_time_max_s,
+        metrics_enabled=settings.metrics_enabled,
+        first_product_routes=settings.first_product_routes,
+        metrics_token=settings.metrics_token.get_secret_value() if settings.metrics_token else None,
     )
     later = services.voice_later
     if later is None:

@@ -60,6 +60,7 @@ from chat.speaking import Speaking
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
+from telemetry import here, metrics, span
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,7 @@ class _Recorder:
             log.warning("run %s: the cost of call %d is unknown: %s", run.id, index, type(exc).__name__)
             cost = None
         turn.unsettled_micros = None if cost is None or turn.unsettled_micros is None else turn.unsettled_micros + cost
+        _count_call(model, spent, cost)
         turn.spent_micros = None if cost is None or turn.spent_micros is None else turn.spent_micros + cost
 
         def written() -> None:
@@ -232,12 +234,36 @@ class _Recorder:
             usage=spent,
         )
         # The turn announces the balance once, after its last charge.
-        self._write(lambda: self._wallet.charge(call, announce=False), then=written)
+        where = here()
+
+        async def charge() -> object:
+            with span("charge", within=where, run=run.id, index=index, model=model):
+                return await self._wallet.charge(call, announce=False)
+
+        self._write(charge, then=written)
         self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         run_id = self._run.id
         self._write(lambda: self._runs.record_tool(run_id, name=name, args=args, result=result))
+
+
+# The kinds of tokens /metrics counts (Usage's total and tool-prompt tokens are sums of these).
+_TOKEN_KINDS = {
+    "prompt_tokens": "prompt",
+    "cached_tokens": "cached",
+    "output_tokens": "output",
+    "thinking_tokens": "thinking",
+}
+
+
+def _count_call(model: str, usage: dict[str, int], cost_micros: int | None) -> None:
+    """One model call on /metrics: its tokens by kind and, when priced, its cost."""
+    for field_name, kind in _TOKEN_KINDS.items():
+        if usage.get(field_name):
+            metrics.model_tokens.inc(usage[field_name], model=model, kind=kind)
+    if cost_micros:
+        metrics.model_cost.inc(cost_micros, model=model)
 
 
 class _Metered:
@@ -345,6 +371,30 @@ class Turns:
         what was not said that way; a specialist's answer that Ava asks to be said as it
         is (`answer_directly`) is said too, and no model call is made to repeat it. `stop`
         set meanwhile (a barge-in) cuts the answer being spoken where it is."""
+        with span("turn", person=person.id, channel=channel):
+            return await self._post(
+                person,
+                text=text,
+                channel=channel,
+                zone=zone,
+                client_id=client_id,
+                on_reply=on_reply,
+                on_say=on_say,
+                stop=stop,
+            )
+
+    async def _post(
+        self,
+        person: Person,
+        *,
+        text: str,
+        channel: Channel,
+        zone: ZoneInfo,
+        client_id: str | None,
+        on_reply: Callable[[SpokenReply], None] | None,
+        on_say: Callable[[Segment], None] | None,
+        stop: StopSignal | None,
+    ) -> TurnResult:
         check_text(text)
         if client_id is not None and (first := await self._threads.by_client_id(person.id, client_id)) is not None:
             # A retry: the first attempt may still be running. Waiting for the thread
@@ -390,10 +440,11 @@ class Turns:
                     say=on_say if channel != "text" else None,
                     stop=stop,
                 )
+                with span("route") as routed:
+                    lead = AGENTS[route(text)]
+                    routed.set_attribute("avagenc.agent", lead.name)
                 try:
-                    _, reply = await self._run(
-                        turn, agent=AGENTS[route(text)], trigger="human", parent=None, trigger_message=message
-                    )
+                    _, reply = await self._run(turn, agent=lead, trigger="human", parent=None, trigger_message=message)
                 finally:
                     # Every run's end and charge, before the thread is let go: also when the
                     # turn failed (an outage), so the sweep never fails a run its books are
@@ -462,6 +513,10 @@ class Turns:
         theirs may not contain "/"), and a run already started on that message is never
         started again. On an empty wallet the note is still written, and no run starts."""
         client_id = f"wake/{note_id}"
+        with span("wake", person=person.id, note=note_id):
+            return await self._wake(person, client_id=client_id, text=text, zone=zone, channel=channel)
+
+    async def _wake(self, person: Person, *, client_id: str, text: str, zone: ZoneInfo, channel: Channel) -> Woken:
         raw = ""
         async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
             message = await self._threads.by_client_id(person.id, client_id)
@@ -754,15 +809,18 @@ class Turns:
         speaking = Speaking(turn.say) if turn.say is not None and (parent is None or speaks) else None
         if speaking is not None and parent is None:
             turn.lead_speaking = speaking
-        reply, error = await self._attempt(
-            turn,
-            agent=agent,
-            run=run,
-            trigger=trigger,
-            trigger_message=trigger_message,
-            recorder=recorder,
-            speaking=speaking,
-        )
+        with span(f"run {agent.name}", run=run.id, agent=agent.name, trigger=trigger) as running:
+            reply, error = await self._attempt(
+                turn,
+                agent=agent,
+                run=run,
+                trigger=trigger,
+                trigger_message=trigger_message,
+                recorder=recorder,
+                speaking=speaking,
+            )
+            if error is not None:
+                running.set_attribute("avagenc.error", error[0])
         if parent is None and turn.on_reply is not None:
             turn.on_reply(_unsaid(turn, reply))
         if reply:
@@ -786,6 +844,7 @@ class Turns:
             error_detail=error[1] if error else None,
         )
         turn.finished(finished)
+        metrics.runs.inc(agent=run.agent, trigger=run.trigger, status=finished.status)
         log.info(
             "run finished",
             extra={
@@ -794,6 +853,8 @@ class Turns:
                 "agent": run.agent,
                 "trigger": run.trigger,
                 "status": finished.status,
+                "error": error[0] if error else None,
+                "cost_micros": finished.cost_micros,
                 "usage": finished.usage,
             },
         )

@@ -31,20 +31,14 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import asyncpg
-from pydantic import ValidationError
-
-from agents import Model
-from app.database import build_migrations
-from app.keys import session_secret
-from app.records import records
-from app.server import freeze_startup_heap, running
-from chat import LocalTokens, cancel_detached, drain_detached
-from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
-from settings import Settings
+from telemetry import LogFormat, configure_logging
 
 if TYPE_CHECKING:
+    # Each verb imports what it builds when it runs: `avagenc chat`, a plain HTTP client,
+    # starts in a fraction of a second instead of loading the server (docs/http.md#terminal-client).
+    from agents import Model
     from scenarios import SuiteResult
+    from settings import Settings
 
 log = logging.getLogger("avagenc")
 
@@ -73,6 +67,8 @@ def _server_class() -> type[Any]:
             yield
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            from chat import cancel_detached, drain_detached
+
             for server in self.servers:
                 server.close()  # stop accepting before anything else
             log.info("stopping: hanging up calls, waiting up to %.0f s for turns in flight", self._grace_s)
@@ -137,6 +133,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
     `model` is for tests that need a model of their own behind the real command."""
     import uvicorn
 
+    from app.server import freeze_startup_heap, running
+    from chat import cancel_detached
+
     stop = _Stop()
     with stop.installed():
         async with running(settings, model=model, voice_in_background=not settings.voice_at_start) as (services, app):
@@ -147,6 +146,8 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
                 host=settings.host,
                 port=settings.port,
                 log_level="info",
+                # uvicorn's own lines go through the process's handler, in its format (LOG_FORMAT).
+                log_config=None,
                 lifespan="off",
                 timeout_graceful_shutdown=_CONNECTIONS_CLOSE_S,
             )
@@ -160,6 +161,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
 
 
 async def _migrate(settings: Settings) -> int:
+    from app.database import build_migrations
+    from app.records import records
+
     async with records(settings, migrate_first=False) as db:
         applied = await build_migrations(db.pool)
     print("applied: " + ", ".join(applied) if applied else "the database is up to date")
@@ -167,6 +171,10 @@ async def _migrate(settings: Settings) -> int:
 
 
 async def _user_token(settings: Settings, name: str) -> int:
+    from app.keys import session_secret
+    from app.records import records
+    from chat import LocalTokens
+
     async with records(settings, migrate_first=True) as db:
         person, created = await db.people.sign_in_local(name)
         if created:
@@ -176,6 +184,9 @@ async def _user_token(settings: Settings, name: str) -> int:
 
 
 async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | None) -> int:
+    from app.records import records
+    from ledger import MICROS_PER_RUPIAH, LedgerError, format_rupiah
+
     if not amount.isdigit() or int(amount) <= 0:
         print(f"error: AMOUNT must be a whole number of rupiah above zero, not {amount!r}", file=sys.stderr)
         return 2
@@ -202,6 +213,10 @@ async def _wallet_topup(settings: Settings, who: str, amount: str, ref: str | No
 
 async def _wallet_verify(settings: Settings) -> int:
     """Read-only: no migrations, no sweep; 0 when every invariant holds, 1 when any is broken."""
+    import asyncpg
+
+    from app.records import records
+
     if not settings.database_url and not (settings.avagenc_home / "pg" / "PG_VERSION").exists():
         print(f"error: there is no database in {settings.avagenc_home} yet (run `avagenc migrate`)", file=sys.stderr)
         return 2
@@ -270,21 +285,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(verb: str) -> None:
-    """The server narrates at INFO; every other verb prints its own result and only warnings."""
-    logging.basicConfig(
-        level=logging.INFO if verb == "serve" else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        force=True,  # the command owns the process: its choice, whatever configured logging before
-    )
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
+    """The server narrates at INFO; every other verb prints its own result and only warnings.
+    Lines are plain text with their fields, or one JSON object each (LOG_FORMAT=json)."""
+    # The command owns the process: its choice, whatever configured logging before.
+    configure_logging(level=logging.INFO if verb == "serve" else logging.WARNING, form=form, quiet=_QUIET_LOGGERS)
 
 
-def _chat(settings: Settings, args: argparse.Namespace) -> int:
+def _chat(url: str, args: argparse.Namespace) -> int:
     from cli.terminal import run_terminal
 
-    url = args.url or f"http://{settings.host}:{settings.port}"
     try:
         return asyncio.run(run_terminal(url=url, name=args.name, time_zone=args.time_zone))
     except KeyboardInterrupt:
@@ -294,6 +304,10 @@ def _chat(settings: Settings, args: argparse.Namespace) -> int:
 def _settings(overrides: dict[str, Any]) -> Settings:
     """The settings, or exit 2 with one line per bad setting, named as the operator wrote it
     (an environment variable), instead of a traceback."""
+    from pydantic import ValidationError
+
+    from settings import Settings
+
     try:
         return Settings(**overrides)
     except ValidationError as exc:
@@ -308,12 +322,16 @@ def _settings(overrides: dict[str, Any]) -> Settings:
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     _configure_logging(args.verb)
+    if args.verb == "chat" and args.url:
+        # A client given its server reads no setting: it starts without loading pydantic.
+        sys.exit(_chat(args.url, args))
     overrides: dict[str, Any] = {}
     if getattr(args, "host", None):
         overrides["host"] = args.host
     if getattr(args, "port", None):
         overrides["port"] = args.port
     settings = _settings(overrides)
+    _configure_logging(args.verb, settings.log_format)
     if args.verb == "serve":
         unsafe = settings.public_local_sign_in()
         if unsafe is not None:
@@ -322,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(serve(settings))
         sys.exit(0)
     if args.verb == "chat":
-        sys.exit(_chat(settings, args))
+        sys.exit(_chat(f"http://{settings.host}:{settings.port}", args))
     if args.verb == "migrate":
         code = asyncio.run(_migrate(settings))
     elif args.verb == "users":

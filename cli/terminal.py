@@ -4,7 +4,10 @@
 It exists so the product can be used and checked without a browser, and so the text API has a
 second client that keeps it honest: this module speaks only HTTP, so what it shows is what any
 client would get. From the rest of the code it borrows just the agents' names and the server's
-own time-zone rule, so the client never sends a zone the server would refuse.
+own time-zone rule (restated here), so the client never sends a zone the server would refuse.
+It imports nothing of the server (the team comes from `GET /v1/agents`), so it starts at once.
+At a terminal, lines are read with GNU readline: arrow keys edit and recall, history is kept
+across runs (`$XDG_STATE_HOME/avagenc/chat_history`), and Tab completes an `@` name.
 
 Guarantees: each line the person sends is one turn even when the connection drops — a retry
 reuses the line's `client_id`, which the server makes idempotent; the person's own line is not
@@ -24,16 +27,17 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import httpx
 
-from agents import AGENTS, HUMAN, SPECIALISTS
-from chat import TimeZoneInvalid, parse_zone
-
+HUMAN = "human"
 HISTORY_LIMIT = 20
+# Lines of typed history kept across runs.
+TYPED_HISTORY_MAX = 1000
 # A turn runs to its end before the response comes back (the lead, any specialist, their tool
 # calls), so reading waits far longer than connecting does.
 TIMEOUT = httpx.Timeout(10.0, read=300.0)
@@ -42,9 +46,9 @@ LOCALTIME = Path("/etc/localtime")
 PROBLEM_TYPE = "application/problem+json"
 
 
-def help_text() -> str:
-    """The commands, and the specialists a person can tag (the room's roster)."""
-    tags = ", ".join(f"@{a.name}" for a in SPECIALISTS)
+def help_text(team: Mapping[str, str]) -> str:
+    """The commands, and the specialists a person can tag (the room's roster, from the server)."""
+    tags = ", ".join(f"@{name}" for name in team if name != "ava") or "@name"
     return (
         "Commands:\n  /help   show this\n  /quit   leave (end of input does the same)\n"
         f"Anything else goes to the group: Ava answers, or {tags} to ask one of them directly."
@@ -73,8 +77,10 @@ async def run_terminal(
         if token is None:
             return 1
         client.headers["Authorization"] = f"Bearer {token}"
-        await _show_history(client, out)
-        return await _converse(client, source, out)
+        team = await _team(client)
+        await _show_history(client, out, team)
+        with _line_editing(source, team) as editing:
+            return await _converse(client, source, out, team, editing=editing)
 
 
 def local_time_zone(*, environ: Mapping[str, str] | None = None, localtime: Path = LOCALTIME) -> str | None:
@@ -100,9 +106,12 @@ def _zone_key(text: str) -> str | None:
     key = key if found else text
     # Some systems link to the posix/ or right/ copies of the database.
     key = key.removeprefix("posix/").removeprefix("right/")
+    # The server's rule (chat/zones.py): only names tzdata lists, never a folder or a path.
+    if len(key) > 64 or key not in available_timezones():
+        return None
     try:
-        return parse_zone(key).key
-    except TimeZoneInvalid:
+        return ZoneInfo(key).key
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         return None
 
 
@@ -127,7 +136,60 @@ async def _sign_in(client: httpx.AsyncClient, *, name: str, out: TextIO) -> str 
     return str(body["token"])
 
 
-async def _show_history(client: httpx.AsyncClient, out: TextIO) -> None:
+async def _team(client: httpx.AsyncClient) -> dict[str, str]:
+    """The room's members by handle, with their display names ({} if the server will not say)."""
+    try:
+        response = await client.get("/v1/agents")
+    except httpx.TransportError:
+        return {}
+    if response.is_error:
+        return {}
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        return {str(a["name"]): str(a["display_name"]) for a in response.json()["agents"]}
+    return {}
+
+
+def history_file(environ: Mapping[str, str] | None = None) -> Path:
+    """Where typed lines are kept between runs (the XDG state folder)."""
+    environ = os.environ if environ is None else environ
+    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "avagenc" / "chat_history"
+
+
+@contextlib.contextmanager
+def _line_editing(source: TextIO, team: Mapping[str, str]) -> Iterator[bool]:
+    """GNU readline on a terminal's standard input (editing, history, `@` completion);
+    nothing for a pipe or a file. History is saved on the way out, however the chat ends."""
+    if source is not sys.stdin or not source.isatty():
+        yield False
+        return
+    try:
+        import readline
+    except ImportError:  # a Python built without it: plain lines
+        yield False
+        return
+    path = history_file()
+    with contextlib.suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(TYPED_HISTORY_MAX)
+    names = [f"@{name}" for name in team]
+
+    def complete(text: str, state: int) -> str | None:
+        found = [n for n in names if n.startswith(text)] if text.startswith("@") else []
+        return found[state] + " " if state < len(found) else None
+
+    readline.set_completer_delims(" \t\n")
+    readline.set_completer(complete)
+    readline.parse_and_bind("tab: complete")
+    try:
+        yield True
+    finally:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)
+
+
+async def _show_history(client: httpx.AsyncClient, out: TextIO, team: Mapping[str, str]) -> None:
     try:
         response = await client.get("/v1/messages", params={"limit": HISTORY_LIMIT})
     except httpx.TransportError as exc:
@@ -140,16 +202,18 @@ async def _show_history(client: httpx.AsyncClient, out: TextIO) -> None:
     if page["has_more"]:
         _say(out, "(earlier messages are in the web app)")
     for message in page["messages"]:
-        _say(out, _message_line(message))
+        _say(out, _message_line(message, team))
 
 
-async def _converse(client: httpx.AsyncClient, source: TextIO, out: TextIO) -> int:
+async def _converse(
+    client: httpx.AsyncClient, source: TextIO, out: TextIO, team: Mapping[str, str], *, editing: bool = False
+) -> int:
     prompt = PROMPT if source.isatty() else ""
     while True:
-        if prompt:
+        if prompt and not editing:
             out.write(prompt)
             out.flush()
-        line = await _read_line(source)
+        line = await _read_line(source, prompt=prompt if editing else None)
         if not line:  # end of input
             return 0
         text = line.strip()
@@ -158,12 +222,12 @@ async def _converse(client: httpx.AsyncClient, source: TextIO, out: TextIO) -> i
         if text == "/quit":
             return 0
         if text == "/help":
-            _say(out, help_text())
+            _say(out, help_text(team))
             continue
-        await _send(client, text, out)
+        await _send(client, text, out, team)
 
 
-async def _read_line(source: TextIO) -> str:
+async def _read_line(source: TextIO, *, prompt: str | None = None) -> str:
     """The next line, read on a daemon thread so the event loop (and Ctrl-C) is not blocked.
 
     Not `asyncio.to_thread`: at exit, asyncio.run waits for its executor's threads, and a
@@ -177,7 +241,14 @@ async def _read_line(source: TextIO) -> str:
             future.set_result(line)
 
     def read() -> None:
-        line = source.readline()
+        if prompt is None:
+            line = source.readline()
+        else:
+            # readline draws the prompt and edits the line; EOF (Ctrl-D) ends the chat.
+            try:
+                line = input(prompt) + "\n"
+            except EOFError:
+                line = ""
         with contextlib.suppress(RuntimeError):  # the loop closed while we waited
             loop.call_soon_threadsafe(deliver, line)
 
@@ -185,7 +256,7 @@ async def _read_line(source: TextIO) -> str:
     return await future
 
 
-async def _send(client: httpx.AsyncClient, text: str, out: TextIO) -> None:
+async def _send(client: httpx.AsyncClient, text: str, out: TextIO, team: Mapping[str, str]) -> None:
     """Post one line as one turn and show what the group wrote back."""
     try:
         response = await _post_turn(client, {"text": text, "client_id": str(uuid.uuid4())})
@@ -195,7 +266,7 @@ async def _send(client: httpx.AsyncClient, text: str, out: TextIO) -> None:
     if response.is_error:
         _say(out, _problem_line(response))
         return
-    for line in _turn_lines(response.json()):
+    for line in _turn_lines(response.json(), team):
         _say(out, line)
 
 
@@ -208,26 +279,25 @@ async def _post_turn(client: httpx.AsyncClient, body: Mapping[str, str]) -> http
         return await client.post("/v1/messages", json=body)
 
 
-def _turn_lines(turn: Mapping[str, Any]) -> list[str]:
+def _turn_lines(turn: Mapping[str, Any], team: Mapping[str, str]) -> list[str]:
     """What a turn wrote, minus the person's own line; silence is a valid answer and prints nothing."""
-    lines = [_message_line(m) for m in turn["messages"] if m["author"] != HUMAN]
+    lines = [_message_line(m, team) for m in turn["messages"] if m["author"] != HUMAN]
     for run in turn["runs"]:
         if run["status"] == "failed":
             error = run.get("error") or {}
             detail = error.get("detail") or error.get("type") or "unknown error"
-            lines.append(f"({_display_name(run['agent'])} could not finish: {detail})")
+            lines.append(f"({_display_name(run['agent'], team)} could not finish: {detail})")
     return lines
 
 
-def _message_line(message: Mapping[str, Any]) -> str:
+def _message_line(message: Mapping[str, Any], team: Mapping[str, str]) -> str:
     author = message["author"]
-    who = "you" if author == HUMAN else _display_name(author)
+    who = "you" if author == HUMAN else _display_name(author, team)
     return f"{who}> {message['text']}"
 
 
-def _display_name(author: str) -> str:
-    agent = AGENTS.get(author)
-    return agent.display_name if agent is not None else author.capitalize()
+def _display_name(author: str, team: Mapping[str, str]) -> str:
+    return team.get(author) or author.capitalize()
 
 
 def _problem_line(response: httpx.Response) -> str:

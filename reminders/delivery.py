@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 from reminders.notes import Note, Outcome, first_line
 from reminders.store import Notes
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class Delivery:
         if done is None:
             return "done_before"  # a slower twin of this attempt finished it first
         late_s = (done.delivered_at - done.due_at).total_seconds() if done.delivered_at else 0.0
+        metrics.wake_lateness_seconds.observe(max(late_s, 0.0))
         log.info(
             "note delivered",
             extra={

@@ -75,6 +75,11 @@ SELECT EXTRACT(EPOCH FROM (least(
     (SELECT min(lease_until) FROM wake_notes WHERE status = 'delivering')
 ) - clock_timestamp()))::float8
 """
+# The queue's lag for /metrics: notes due and not delivered, and how long the oldest has waited.
+_BACKLOG_SQL = """
+SELECT count(*)::int, coalesce(EXTRACT(EPOCH FROM (clock_timestamp() - min(due_at))), 0)::float8
+FROM wake_notes WHERE status IN ('pending', 'delivering') AND due_at <= clock_timestamp()
+"""
 _DELIVERED_SQL = f"""
 UPDATE wake_notes SET status = 'delivered', delivered_at = clock_timestamp(), lease_until = NULL,
     run_id = $2, outcome = $3, preview = $4, error = NULL
@@ -146,6 +151,12 @@ class Notes:
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+
+    async def backlog(self) -> tuple[int, float]:
+        """Notes due and not yet delivered (on every instance), and the oldest one's wait in seconds."""
+        row = await self._pool.fetchrow(_BACKLOG_SQL)
+        assert row is not None
+        return int(row[0]), float(row[1])
 
     async def add(
         self, *, person_id: str, text: str, due_at: datetime, time_zone: str, created_by_run_id: str | None

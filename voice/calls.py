@@ -28,14 +28,18 @@ from pipecat.frames.frames import (
     BotSpeakingFrame,
     BotStartedSpeakingFrame,
     Frame,
+    OutputAudioRawFrame,
     TranscriptionFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
 from chat import Person, Turns, detach
+from telemetry import metrics
 from voice.agent import SPEAKING, VoiceTurn
 from voice.edge import DOMAIN_ERRORS, notice_for
 from voice.errors import CallInProgress, CallsBusy
@@ -312,4 +316,31 @@ class ActivityTap(FrameProcessor):
             self._clock.activity()
         elif isinstance(frame, _AVA_SPEAKING):
             self._clock.activity(by_person=False)
+        await self.push_frame(frame, direction)
+
+
+class ResponseTimer(FrameProcessor):
+    """Measures, for /metrics, how long the person waits: from the end of their speech (the
+    VAD's stop, or the turn's stop where no VAD frame comes this far) to the first frame of
+    Ava's audio that follows it (docs/operations.md#metrics). Speaking again starts over."""
+
+    def __init__(self, channel: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._channel = channel
+        self._stopped_at: float | None = None
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, (VADUserStartedSpeakingFrame, UserStartedSpeakingFrame)):
+            self._stopped_at = None
+        elif isinstance(frame, (VADUserStoppedSpeakingFrame, UserStoppedSpeakingFrame)):
+            if self._stopped_at is None:
+                self._stopped_at = time.monotonic()
+        elif (
+            isinstance(frame, OutputAudioRawFrame)
+            and direction is FrameDirection.DOWNSTREAM
+            and self._stopped_at is not None
+        ):
+            metrics.voice_response_seconds.observe(time.monotonic() - self._stopped_at, channel=self._channel)
+            self._stopped_at = None
         await self.push_frame(frame, direction)

@@ -20,7 +20,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from agents import Segment, SpokenReply
 from voice.agent import AvaVoiceAgent
-from voice.calls import ActivityTap, Call, CallClock, running, voice_turn
+from voice.calls import ActivityTap, Call, CallClock, ResponseTimer, running, voice_turn
 from voice.pipeline import build_call
 from voice.shared import VoiceDoors
 
@@ -63,7 +63,12 @@ class CallSession:
             sample_rate_in=rate_in,
             sample_rate_out=rate_out,
             timing=self.doors.timing,
-            before_output=[ActivityTap(self.clock), *self.doors.meters(self.call), *extra],
+            before_output=[
+                ActivityTap(self.clock),
+                ResponseTimer(self.call.channel),
+                *self.doors.meters(self.call),
+                *extra,
+            ],
             language=self.call.person.language,  # the recogniser and voice of the person's language
             # A door's wire rate is the person's audio's too (the speaker's and the phone's
             # one rate both ways); below 16 kHz it lost its upper band on the way.

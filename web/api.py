@@ -44,6 +44,7 @@ from chat import (
     parse_zone,
     run_detached,
 )
+from telemetry import metrics
 from web.edge import problem_responses
 from web.schemas import (
     AgentsOut,
@@ -345,7 +346,8 @@ class _LeasedStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            with metrics.sse_clients.tracking():
+                await super().__call__(scope, receive, send)
         finally:
             await self._content.aclose()
             await self._release()

@@ -24,6 +24,7 @@ from chat import ChatError, Devices, Forgetting, Phones, Rate, Wallet
 from ledger import LedgerError
 from reminders import CallbackGate, Delivery, ReminderError, Reminders
 from web.api import ChatApi, build_router
+from web.compat import build_compat_router
 from web.devices import DeviceLimits, build_devices_router
 from web.edge import (
     DATABASE_GONE,
@@ -41,6 +42,7 @@ from web.edge import (
 )
 from web.integrations import build_integrations_router
 from web.knowledge import build_knowledge_router
+from web.operations import RequestContext, build_operations_router
 from web.pages import build_pages_router
 from web.phones import build_phones_router
 from web.redaction import redact_access_log
@@ -75,6 +77,9 @@ def build_app(
     phones: Phones | None = None,
     phone_codes_per_person: Rate | None = None,
     request_time_max_s: float | None = None,
+    metrics_enabled: bool = True,
+    metrics_token: str | None = None,
+    first_product_routes: bool = False,
 ) -> FastAPI:
     """The app over the text API, the wallet, knowledge, wake notes, the given `doors`
     (the call routers) and the integrations; `door_errors` answer as any domain error."""
@@ -105,6 +110,18 @@ def build_app(
         app.include_router(build_integrations_router(api, connections))
     firebase_origins = api.firebase_web.origins() if api.firebase_web is not None else ()
     app.include_router(build_pages_router(connect_origins=firebase_origins))
+    if first_product_routes:
+        app.include_router(
+            build_compat_router(
+                api,
+                wallet=wallet,
+                knowledge=knowledge,
+                forgetting=forgetting,
+                reminders=wakes.reminders if wakes is not None else None,
+                knowledge_timeout_s=knowledge_timeout_s,
+            )
+        )
+    app.include_router(build_operations_router(metrics_enabled=metrics_enabled, metrics_token=metrics_token))
     app.add_exception_handler(ChatError, on_chat_error)
     app.add_exception_handler(LedgerError, on_ledger_error)
     for error in door_errors:
@@ -119,6 +136,7 @@ def build_app(
     app.add_middleware(BodyLimit)
     if request_time_max_s is not None:
         app.add_middleware(RequestTimeLimit, seconds=request_time_max_s)
+    app.add_middleware(RequestContext)  # outermost of ours: its id is on every line the others log
     redact_access_log()  # credentials some clients must put in URLs never reach the log
 
     @app.get("/healthz", tags=["operations"])

@@ -22,9 +22,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from telemetry import metrics
 from web.schemas import Problem
 
 log = logging.getLogger(__name__)
+
+# Where web.operations keeps the request's id in the ASGI scope, for the handlers of
+# unexpected errors, which Starlette runs outside every middleware.
+REQUEST_ID_SCOPE_KEY = "avagenc.request_id"
 
 BODY_BYTES_MAX = 64 * 1024
 PROBLEM = "application/problem+json"
@@ -54,6 +59,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def problem(status: int, type_: str, title: str, detail: str | None = None, **extra: Any) -> JSONResponse:
+    metrics.errors.inc(kind=type_)  # the types are the error map's and the edges' own: a bounded set
     body: dict[str, Any] = {"type": type_, "title": title, "status": status}
     if detail:
         body["detail"] = detail
@@ -127,13 +133,28 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
 }
 
 
-async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
+def _ids(request: Request, correlation: str) -> dict[str, str]:
+    """A 500's log fields: its correlation id and the request's own id (web.operations)."""
+    fields = {"correlation_id": correlation}
+    rid = request.scope.get(REQUEST_ID_SCOPE_KEY)
+    if isinstance(rid, str):
+        fields["request_id"] = rid
+    return fields
+
+
+async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
     """Any domain error (chat, ledger, voice: anything with a stable `type`) as problem+json."""
     type_ = str(getattr(exc, "type", "") or "")
     status, title = HTTP_STATUS.get(type_, (500, ""))
     if status >= 500 and status != 503:
         correlation = correlation_id()
-        log.error("domain error %s answered 500 [%s]", type_ or type(exc).__name__, correlation, exc_info=exc)
+        log.error(
+            "domain error %s answered 500 [%s]",
+            type_ or type(exc).__name__,
+            correlation,
+            exc_info=exc,
+            extra=_ids(request, correlation),
+        )
         return _internal(correlation)
     response = problem(status, type_, title, str(exc) or None)
     retry_after_s = getattr(exc, "retry_after_s", None)
@@ -220,7 +241,14 @@ async def on_database_gone(request: Request, exc: Exception) -> JSONResponse:
 
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     correlation = correlation_id()
-    log.error("unhandled error on %s %s [%s]", request.method, request.url.path, correlation, exc_info=exc)
+    log.error(
+        "unhandled error on %s %s [%s]",
+        request.method,
+        request.url.path,
+        correlation,
+        exc_info=exc,
+        extra=_ids(request, correlation),
+    )
     return _internal(correlation)
 
 

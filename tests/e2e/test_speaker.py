@@ -15,6 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from agents import SandboxHome
+from telemetry import metrics
 from tests.conftest import App
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import Heard, listen, rms, silence, speech_pcm16, stream, wait_for, wait_quiet
@@ -60,6 +61,7 @@ async def say(ws: ClientConnection, text: str) -> None:
 
 async def test_a_spoken_request_switches_the_light_and_ava_answers_aloud(app: App, base_url: str) -> None:
     token = await token_for(app)
+    answered_before = metrics.voice_response_seconds.count(channel="voice")
     async with call(base_url, token) as (ws, heard):
         await say(ws, "turn on the bedroom light")
         await wait_for(heard, lambda h: h.of("transcript", "assistant") and len(h.audio) > 32_000)
@@ -71,6 +73,8 @@ async def test_a_spoken_request_switches_the_light_and_ava_answers_aloud(app: Ap
     assert assistant[0]["text"] == "On it." and assistant[0]["emotion"] == "neutral"
     assert any("light" in c["text"].lower() for c in assistant[1:]), assistant
     assert "#" not in json.dumps(heard.events)
+    # How long the person waited for Ava's voice is on /metrics (docs/operations.md#metrics).
+    assert metrics.voice_response_seconds.count(channel="voice") > answered_before
     assert rms(heard.audio) > 300, "the reply is audible speech, not silence"
     # The reply is understood: Ava's audio, heard back by the same Whisper, says her words.
     said = {w.strip(".,!?").lower() for c in assistant for w in c["text"].split() if len(w.strip(".,!?")) > 3}

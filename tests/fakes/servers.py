@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -48,11 +49,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_subprocess(env: dict[str, str]) -> Iterator[str]:
-    """Run `avagenc serve` as its own OS process; yields the base URL once it is healthy."""
+def serve_subprocess(env: dict[str, str], *, log_path: Path | None = None) -> Iterator[str]:
+    """Run `avagenc serve` as its own OS process; yields the base URL once it is healthy.
+    Its log (standard error) goes to `log_path` when one is given, for the test to read."""
     port = free_port()
     # A file, not a pipe: a chatty server can never block on a full pipe.
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the process
+    log = (  # closed in the finally below, after the process
+        log_path.open("w+b") if log_path is not None else tempfile.TemporaryFile()  # noqa: SIM115
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "cli", "serve", "--port", str(port)],
         env={**os.environ, **env},

@@ -58,6 +58,9 @@ def test_wallet_verify_on_a_folder_without_a_database_says_so_and_creates_nothin
     [
         ({"VOICE_SPEECH_TIMEOUT_S": "soon"}, "setting VOICE_SPEECH_TIMEOUT_S: Input should be a valid number"),
         ({"PORT": "-1"}, "setting PORT:"),
+        ({"LOG_FORMAT": "xml"}, "setting LOG_FORMAT: Input should be 'plain' or 'json'"),
+        ({"METRICS_TOKEN": "short"}, "setting METRICS_TOKEN: Value should have at least 16 items"),
+        ({"TRACES_OTLP_ENDPOINT": "collector:4318"}, "setting TRACES_OTLP_ENDPOINT: String should match pattern"),
         (
             {"VOICE_FINISHED_TIMEOUT_S": "2", "VOICE_SPEECH_TIMEOUT_S": "1"},
             "setting VOICE_FINISHED_TIMEOUT_S must not exceed VOICE_SPEECH_TIMEOUT_S",
