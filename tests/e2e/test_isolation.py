@@ -154,7 +154,14 @@ async def test_every_id_or_cursor_route_as_a_second_person_is_404_or_their_own(a
 
 # Routes no person's token opens (a speaker asking to pair, its poll, Twilio's signed
 # webhook): their own tests prove what they take.
-NOBODYS = ("/v1/devices/pairing", "/v1/voice/phone/incoming", "/healthz", "/readyz", "/v1/auth/local")
+NOBODYS = (
+    "/v1/devices/pairing",
+    "/v1/voice/phone/incoming",
+    "/healthz",
+    "/readyz",
+    "/v1/auth/local",
+    "/v1/auth/methods",
+)
 
 
 async def test_a_paired_speakers_device_token_reaches_no_route_of_its_person(app: App) -> None:

@@ -123,7 +123,17 @@ async def _settled_and_billed(state: Path, statuses: list[int]) -> None:
                 if (row["running"], row["uncharged"], row["unanswered"]) == (0, 0, 0):
                     break
                 await asyncio.sleep(0.2)
-        assert row["recorded"] == row["charges"], dict(row)
+        if row["recorded"] != row["charges"]:
+            # Which charges have no recorded call, and what their runs look like: the clue a
+            # rare failure needs (the recorded call is the charge's only source).
+            orphans = await conn.fetch(
+                """SELECT t.ref, t.created_at, r.id AS run, r.status, r.started_at, r.model_calls
+                   FROM transactions t
+                   LEFT JOIN run_calls c ON t.ref = 'run:' || c.run_id || ':call:' || c.idx
+                   LEFT JOIN runs r ON t.ref LIKE 'run:' || r.id || ':call:%'
+                   WHERE t.type = 'agent_call' AND c.run_id IS NULL"""
+            )
+            raise AssertionError(f"{dict(row)}; charges without a recorded call: {[dict(o) for o in orphans]}")
     finally:
         await conn.close()
     report = await asyncio.to_thread(processes.wallet_verify, url, state)
