@@ -230,7 +230,7 @@ async def test_the_chat_fits_a_phone_and_passes_the_scan(web: WebApp) -> None:
         assert await web.page.is_visible("#send") and await web.page.is_visible("#text")
         await web.screenshot("chat-phone")
         await accessible(web, "chat")
-        for view in ("call", "notes", "wallet", "memory", "links", "forget"):
+        for view in ("call", "notes", "wallet", "memory", "links", "devices", "forget"):
             await open_view(web, view, f"#view-{view}:not([hidden]) h2")
             await web.page.wait_for_load_state("networkidle")
             width = await web.page.evaluate("document.documentElement.scrollWidth")
