@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,10 @@ ID_TOKEN_CHARS_MAX = 4096
 # Tokens verified lately, remembered (by digest, until they expire) so a client's every
 # request does not pay for the RS256 check again (bench/identity_cost.py measures both).
 VERIFIED_REMEMBERED_MAX = 10_000
+# firebase-admin keeps its apps by name for the whole process: each verifier takes a name
+# of its own, so two servers of one project in one process (the web app's tests run one
+# beside another) do not collide.
+_app_numbers = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +55,9 @@ class ProviderIdentity:
 class FirebaseTokens:
     def __init__(self, project_id: str, *, certs_url: str | None = None, app_name: str | None = None) -> None:
         self._app = firebase_admin.initialize_app(
-            credential=_NoCredential(), options={"projectId": project_id}, name=app_name or f"avagenc-{project_id}"
+            credential=_NoCredential(),
+            options={"projectId": project_id},
+            name=app_name or f"avagenc-{project_id}-{next(_app_numbers)}",
         )
         self._verified: OrderedDict[str, ProviderIdentity] = OrderedDict()
         if certs_url is not None:

@@ -33,7 +33,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from agents import SandboxHome
 from tests.conftest import App
-from tests.fakes.browser import ARTEFACTS
+from tests.fakes.browser import ARTEFACTS, focused_visibly, tab_to
 from tests.fakes.netns import VethPair, veth_pair
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import silence, speech_pcm16
@@ -113,14 +113,17 @@ async def call_page(app: App, folder: Path, *, words: str) -> AsyncIterator[Page
 
 
 async def sign_in_and_call(page: Page) -> list[str]:
-    """Sign in as Budi and press Call; returns the page's console, for failure messages."""
+    """Sign in as Budi and press Call, with the keyboard alone (Tab and Enter, the focus
+    visible where it lands); returns the page's console, for failure messages."""
     console: list[str] = []
     page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
-    await page.fill("#name", "Budi")
-    await page.click("#signin")
+    await page.wait_for_selector("#signin-form:not([hidden])")
+    await tab_to(page, "#name")
+    await page.keyboard.type("Budi")
+    await page.keyboard.press("Enter")
     await page.wait_for_selector("#call:not([disabled])", timeout=10_000)
-    await page.focus("#call")
-    await page.keyboard.press("Enter")  # keyboard only
+    await tab_to(page, "#call")  # the call view puts the focus there itself
+    await page.keyboard.press("Enter")
     return console
 
 
@@ -162,9 +165,10 @@ async def test_the_call_page_hears_the_person_and_plays_avas_answer_with_caption
         spoken = await assistant.locator(".text").text_content() or ""
         shown = await assistant.text_content() or ""  # as displayed, with the emotion word
         emotion = await assistant.get_attribute("data-emotion")
-        await page.focus("#hangup")
-        await page.keyboard.press("Enter")
+        await tab_to(page, "#hangup")
+        await page.keyboard.press("Space")
         assert await page.text_content("#status") == "You hung up."
+        assert await focused_visibly(page, "#call"), "the focus is back on Call, to call again"
         await slot_freed(app)
 
     assert "bedroom" in user.lower()

@@ -91,6 +91,7 @@ async def test_a_dropped_connection_comes_back_and_loses_no_message(web: WebApp)
     web.proxy.drop()  # the network goes: the live stream breaks, reconnects are refused
     await web.page.wait_for_selector("#notices li[data-notice='connection'].warning", timeout=15_000)
     await web.screenshot("connection-lost")
+    await accessible(web, "chat with the connection lost")
     response = await web.app.say(headers, "written while the browser was offline", client_id="term-2")
     written = response.json()["messages"]
     web.proxy.restore()
@@ -147,6 +148,7 @@ async def test_a_failed_run_is_announced_and_the_message_kept(web: WebApp) -> No
     assert await web.page.locator("#thread li[data-author='human']").count() == 1
     assert await web.page.text_content("#working") == "", "nobody is left working"
     await web.screenshot("run-failed")
+    await accessible(web, "chat with a failed run")
 
 
 async def test_older_messages_page_in_with_the_keyboard(web: WebApp) -> None:

@@ -7,19 +7,28 @@ A person makes an account with email and password, is answered by the team, sign
 back in to the same thread; a wrong password is said plainly; Google sign-in goes through
 the redirect round trip and lands signed in; a token near its expiry is renewed before it
 is used, the live stream included. The sign-in page passes the accessibility scan.
+
+How the page follows the server's settings (GET /v1/auth/methods), each on a server of its
+own beside the module's: a project without its web API key says why there is no form (and
+the server still takes Firebase tokens from other clients); one provider alone is the
+only way offered.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Page
 
-from tests.fakes.browser import WebApp, webapp
-from tests.fakes.firebase_auth import FirebaseAuthTwin, firebase_auth_twin
+from tests.conftest import App
+from tests.fakes.browser import WebApp, another_server, webapp
+from tests.fakes.firebase_auth import Account, FirebaseAuthTwin, firebase_auth_twin
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 PROJECT = "avagenc-webapp"
@@ -36,16 +45,41 @@ async def twin() -> AsyncIterator[tuple[FirebaseAuthTwin, str]]:
 async def web(
     pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory, twin: tuple[FirebaseAuthTwin, str]
 ) -> AsyncIterator[WebApp]:
-    url = twin[1]
-    overrides: dict[str, Any] = {
+    overrides = firebase_settings(twin[1])
+    async with webapp(pg_admin_url, tmp_path_factory.mktemp("webapp-firebase"), overrides=overrides) as harness:
+        yield harness
+
+
+def firebase_settings(url: str, **changes: Any) -> dict[str, Any]:
+    """The server's Firebase settings, its services the twin at `url`."""
+    return {
         "firebase_project_id": PROJECT,
         "firebase_api_key": API_KEY,
         "firebase_auth_url": url,
         "firebase_token_url": url,
         "firebase_certs_url": f"{url}/certs",
-    }
-    async with webapp(pg_admin_url, tmp_path_factory.mktemp("webapp-firebase"), overrides=overrides) as harness:
-        yield harness
+    } | changes
+
+
+@contextlib.asynccontextmanager
+async def configured_as(
+    web: WebApp, pg_admin_url: str, folder: Path, overrides: dict[str, Any]
+) -> AsyncIterator[tuple[App, Page]]:
+    """Another server with these settings, its page open in the module's browser."""
+    async with another_server(pg_admin_url, folder, overrides=overrides) as (app, url):
+        page = await web.browser.new_page()
+        try:
+            await page.goto(url + "/")
+            await page.wait_for_selector("#firebase-signin:not([hidden])")
+            yield app, page
+        finally:
+            await page.close()
+
+
+async def scanned(page: Page) -> None:
+    results = await Axe().run(page)
+    serious = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+    assert not serious, "; ".join(f"{v['id']}: {v['help']}" for v in serious)
 
 
 async def signed_out(web: WebApp) -> None:
@@ -164,3 +198,54 @@ async def test_a_token_near_its_expiry_is_renewed_before_use_and_the_stream_stay
         assert not await web.page.locator("#notices li:has-text('sign in again')").count()
     finally:
         auth.token_lifetime_s = 3600
+
+
+async def test_without_the_web_api_key_the_page_says_why_it_offers_no_form(
+    web: WebApp, pg_admin_url: str, tmp_path: Path, twin: tuple[FirebaseAuthTwin, str]
+) -> None:
+    auth, url = twin
+    async with configured_as(web, pg_admin_url, tmp_path, firebase_settings(url, firebase_api_key=None)) as (app, page):
+        methods = (await app.client.get("/v1/auth/methods")).json()
+        assert methods["local"] is False and methods["firebase"]["api_key"] is None
+        await page.wait_for_selector("#firebase-unavailable:not([hidden])")
+        said = " ".join((await page.text_content("#firebase-unavailable") or "").split())
+        assert "not possible yet" in said and "FIREBASE_API_KEY" in said, said
+        for form in ("#signin-form", "#email", "#signup", "#google"):
+            assert await page.is_hidden(form), f"{form} would only fail: Firebase needs the key"
+        assert await page.locator("#notices li").count() == 0, "not an error the person made"
+        await scanned(page)
+        # The server itself still signs people in with Firebase tokens from other clients.
+        account = Account(uid="uid-elsewhere", email="eko@example.com", password=None, name="Eko", provider="password")
+        auth.accounts[account.uid] = account
+        me = await app.client.get("/v1/me", headers={"Authorization": f"Bearer {auth.id_token(account)}"})
+        assert me.status_code == 200 and me.json()["name"] == "Eko"
+
+
+async def test_a_server_offering_passwords_alone_shows_no_google_button(
+    web: WebApp, pg_admin_url: str, tmp_path: Path, twin: tuple[FirebaseAuthTwin, str]
+) -> None:
+    overrides = firebase_settings(twin[1], firebase_providers=["password"])
+    async with configured_as(web, pg_admin_url, tmp_path, overrides) as (_, page):
+        assert await page.is_hidden("#google")
+        assert await page.is_visible("#email") and await page.is_visible("#signup summary")
+        await page.click("#signup summary")
+        await page.fill("#signup-name", "Fitri")
+        await page.fill("#signup-email", "fitri@example.com")
+        await page.fill("#signup-password", "pempek-1")
+        await page.press("#signup-password", "Enter")
+        await page.wait_for_selector("body[data-ready='true']", timeout=15_000)
+        assert "Fitri" in (await page.text_content("#me") or "")
+
+
+async def test_a_server_offering_google_alone_makes_it_the_one_main_button(
+    web: WebApp, pg_admin_url: str, tmp_path: Path, twin: tuple[FirebaseAuthTwin, str]
+) -> None:
+    overrides = firebase_settings(twin[1], firebase_providers=["google.com"])
+    async with configured_as(web, pg_admin_url, tmp_path, overrides) as (_, page):
+        assert await page.is_hidden("#firebase-password"), "no email and password forms"
+        assert await page.is_visible("#google")
+        assert "quiet" not in (await page.get_attribute("#google", "class") or ""), "the main button, not a quiet one"
+        await scanned(page)
+        await page.click("#google")
+        await page.wait_for_selector("body[data-ready='true']", timeout=15_000)
+        assert twin[0].google_name in (await page.text_content("#me") or "")

@@ -78,6 +78,34 @@ class WebApp:
         return path
 
 
+# Where the focus is, and whether a person can see it: the element `:focus-visible`
+# matches, drawn with an outline (web/static/app.css).
+FOCUS = """(selector) => {
+  const at = document.activeElement;
+  if (!at || !at.matches(selector)) return null;
+  const style = getComputedStyle(at);
+  return at.matches(":focus-visible") && style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0;
+}"""
+
+
+async def tab_to(page: Page, selector: str, *, backwards: bool = False, presses_max: int = 40) -> None:
+    """Move the focus to `selector` the way a person with only a keyboard does, with Tab
+    (Shift+Tab `backwards`), never `focus()`; fail if it cannot be reached or if the focus
+    on it cannot be seen."""
+    for _ in range(presses_max):
+        visible = await page.evaluate(FOCUS, selector)
+        if visible is not None:
+            assert visible, f"the focus on {selector} is not visible"
+            return
+        await page.keyboard.press("Shift+Tab" if backwards else "Tab")
+    raise AssertionError(f"{selector} is not reached with {presses_max} presses of Tab")
+
+
+async def focused_visibly(page: Page, selector: str) -> bool:
+    """The focus is on `selector` and a person can see it."""
+    return bool(await page.evaluate(FOCUS, selector))
+
+
 def installed_chromium() -> Path:
     assert CHROMIUM.exists(), "the browser tests need Debian's chromium (apt-get install chromium)"
     return CHROMIUM
@@ -104,6 +132,26 @@ async def webapp(
             settings = settings.model_copy(update=overrides)
         async with _served(settings, chromium, vendor_transport) as harness:
             yield harness
+
+
+@contextlib.asynccontextmanager
+async def another_server(
+    pg_admin_url: str, folder: Path, *, overrides: dict[str, Any]
+) -> AsyncIterator[tuple[App, str]]:
+    """A second server beside a module's, on its own database, with other settings (how
+    sign-in is configured); yields it and its address, which a module's browser opens in
+    a page of its own, so no second Chromium starts."""
+    async with fresh_database(pg_admin_url) as database_url:
+        settings = offline_settings(database_url, folder).model_copy(update=overrides)
+        async with (
+            running(settings, model=OfflineModel()) as (services, fastapi_app),
+            serve_in_process(fastapi_app) as url,
+        ):
+            harness = App(services, fastapi_app)
+            try:
+                yield harness, url
+            finally:
+                await harness.client.aclose()
 
 
 @contextlib.asynccontextmanager

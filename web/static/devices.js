@@ -26,7 +26,10 @@ async function removeDevice(device, button) {
     notice("devices", `Could not remove ${device.name}: ${error.message}`);
   }
   await show();
-  $("devices-list").querySelector("button")?.focus() ?? $("devices-title").focus();
+  // The keyboard's place is kept: the next row's button, else the view's heading.
+  const next = $("devices-list").querySelector("button");
+  if (next) next.focus();
+  else $("devices-title").focus();
 }
 
 async function pair(event) {

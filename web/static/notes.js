@@ -34,7 +34,10 @@ async function cancelNote(note, button) {
     notice("notes", `Could not cancel the note: ${why}`);
   }
   await show(current);
-  $("notes-upcoming").querySelector("button")?.focus() ?? $("notes-title").focus();
+  // The keyboard's place is kept: the next row's button, else the view's heading.
+  const next = $("notes-upcoming").querySelector("button");
+  if (next) next.focus();
+  else $("notes-title").focus();
 }
 
 let current = null;

@@ -89,15 +89,19 @@ function failed(error) {
 function showFirebase(start) {
   $("firebase-signin").hidden = false;
   performance.mark("avagenc:signin-ready");
+  // Without the web API key Firebase answers nothing: the card says why there is no form
+  // (a fact for the server's operator, not an error the person made).
   if (!config.api_key) {
     $("firebase-password").hidden = true;
     $("google").hidden = true;
-    notice("signin", "This server signs people in with Firebase, but its web API key is not set (FIREBASE_API_KEY).");
+    $("firebase-unavailable").hidden = false;
     return;
   }
   const providers = new Set(config.providers);
   $("firebase-password").hidden = !providers.has("password");
   $("google").hidden = !providers.has("google.com");
+  // Google alone is the one way in: a main button, not the quiet alternative.
+  $("google").classList.toggle("quiet", providers.has("password"));
   $("firebase-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {

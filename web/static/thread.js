@@ -8,7 +8,7 @@
 // it) says it is in the thread.
 
 import { api, emotionWord, el, Problem, Unreachable, when, withoutTags } from "./api.js";
-import { clear, notice } from "./notices.js";
+import { clear, clearWhere, notice } from "./notices.js";
 
 const PAGE = 50;
 const CATCH_UP_PAGE = 200;
@@ -35,6 +35,7 @@ export class Thread {
     this.oldest = null;
     this.newest = 0;
     this.retryTimer = null;
+    this.walletRuns = new Set(); // notice keys of runs stopped by an empty wallet
   }
 
   nameOf(author) {
@@ -144,7 +145,17 @@ export class Thread {
     if (type === "message") this.add(data);
     else if (type === "run.started") this.started(data);
     else if (type === "run.finished") this.finished(data);
-    else if (type === "wallet.changed") this.onWallet(data.balance_micros);
+    else if (type === "wallet.changed") this.walletChanged(data.balance_micros);
+  }
+
+  // A top-up answers the runs an empty wallet stopped: their notices go with the wallet's
+  // own. A run that failed for another reason keeps its notice.
+  walletChanged(balanceMicros) {
+    if (balanceMicros > 0) {
+      clearWhere((key) => this.walletRuns.has(key));
+      this.walletRuns.clear();
+    }
+    this.onWallet(balanceMicros);
   }
 
   started(run) {
@@ -157,6 +168,7 @@ export class Thread {
     this.showWorking();
     if (run.status === "failed") {
       const why = run.error?.detail ? ` ${run.error.detail}` : "";
+      if (run.error?.type === "insufficient_balance") this.walletRuns.add(`run-${run.id}`);
       notice(`run-${run.id}`, `${this.nameOf(run.agent)} could not finish.${why} Your message is kept; you can ask again.`);
     }
   }
