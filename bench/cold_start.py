@@ -30,12 +30,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import asyncpg
 import httpx
 import psutil
 
-from bench.turn_overhead import BenchFailed, log_tail, postgres, with_database
-from database import apply_migrations
+from bench.databases import migrated
+from bench.turn_overhead import BenchFailed, log_tail, postgres
 
 _ROOT = Path(__file__).parent.parent
 
@@ -47,20 +46,7 @@ def _free_port() -> int:
 
 
 async def _prepare(admin_url: str) -> str:
-    name = f"avagenc_cold_{os.getpid()}"
-    conn = await asyncpg.connect(admin_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = with_database(admin_url, name)
-    conn = await asyncpg.connect(url)
-    try:
-        await apply_migrations(conn)
-    finally:
-        await conn.close()
-    return url
+    return await migrated(admin_url, f"avagenc_cold_{os.getpid()}")
 
 
 def _environment(database_url: str, home: Path, port: int, *, voice_at_start: bool) -> dict[str, str]:

@@ -34,8 +34,9 @@ from typing import Any
 
 import asyncpg
 
-from bench.turn_overhead import postgres, with_database
-from database import Listener, apply_migrations, create_pool
+from bench.databases import drop, migrated
+from bench.turn_overhead import postgres
+from database import Listener, create_pool
 from reminders import Delivery, DeliveryLimits, EmbeddedQueue, Note, Notes, Woken
 
 WORKERS = 2
@@ -104,17 +105,10 @@ async def worker(kind: str, dsn: str, poll_s: float, work_s: float) -> None:
 
 @contextlib.asynccontextmanager
 async def fresh_database(admin_url: str, name: str) -> AsyncIterator[str]:
-    conn = await asyncpg.connect(admin_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = with_database(admin_url, name)
+    url = await migrated(admin_url, name)
     try:
         conn = await asyncpg.connect(url)
         try:
-            await apply_migrations(conn)
             await conn.execute(
                 "CREATE TABLE bench_wakes (note_id TEXT NOT NULL, at TIMESTAMPTZ DEFAULT clock_timestamp())"
             )
@@ -122,11 +116,7 @@ async def fresh_database(admin_url: str, name: str) -> AsyncIterator[str]:
             await conn.close()
         yield url
     finally:
-        conn = await asyncpg.connect(admin_url)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        await drop(admin_url, name)
 
 
 @contextlib.asynccontextmanager

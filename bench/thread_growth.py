@@ -25,8 +25,9 @@ from pathlib import Path
 import httpx
 
 from app.server import running
+from bench.databases import migrated
 from bench.turn_overhead import BenchFailed, postgres
-from bench.year_of_data import _database, _settings, seed_person
+from bench.year_of_data import _settings, seed_person
 
 SIZES = (10, 1_000, 10_000)
 TARGET = 1.1
@@ -37,7 +38,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-growth-") as folder:
-        url = await _database(admin_url, f"avagenc_growth_{os.getpid()}")
+        url = await migrated(admin_url, f"avagenc_growth_{os.getpid()}")
         async with running(_settings(url, Path(folder))) as (_, app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as client:

@@ -43,30 +43,14 @@ import uvicorn
 from pydantic import SecretStr
 
 from app.server import running
-from bench.turn_overhead import BenchFailed, postgres, with_database
-from database import apply_migrations
+from bench.databases import migrated
+from bench.turn_overhead import BenchFailed, postgres
 from settings import Settings
 
 # The measured person's history on the empty side (a few pages).
 _RECENT_MESSAGES = 200
 _RESUME_BACK = 20
 TARGET = 1.2
-
-
-async def _database(admin_url: str, name: str) -> str:
-    conn = await asyncpg.connect(admin_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = with_database(admin_url, name)
-    conn = await asyncpg.connect(url)
-    try:
-        await apply_migrations(conn)
-    finally:
-        await conn.close()
-    return url
 
 
 # One person's thread of $2 messages (a person's line and Ava's answer, each answer its
@@ -331,8 +315,8 @@ async def main() -> None:
     if args.quick:
         args.people, args.messages, args.events, args.rounds = 1_000, 10_000, 50_000, 20
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-year-") as folder:
-        empty_url = await _database(admin_url, f"avagenc_year_empty_{os.getpid()}")
-        full_url = await _database(admin_url, f"avagenc_year_full_{os.getpid()}")
+        empty_url = await migrated(admin_url, f"avagenc_year_empty_{os.getpid()}")
+        full_url = await migrated(admin_url, f"avagenc_year_full_{os.getpid()}")
         async with (
             serving(empty_url, Path(folder) / "empty") as empty,
             serving(full_url, Path(folder) / "full") as full,
