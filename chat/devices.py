@@ -30,6 +30,7 @@ from typing import Any
 import asyncpg
 
 from chat.errors import NotFound, PairingCodeBurnt, PairingCodeInvalid, TooManyDevices, Unauthorized
+from chat.events import Conn
 from chat.identity import TOKEN_CHARS_MAX
 
 DEVICE_TOKEN_PREFIX = "dvt_"  # noqa: S105  # a prefix, not a secret
@@ -215,7 +216,7 @@ class Devices:
         return Device.from_row(row)
 
     async def _make_device(
-        self, conn: asyncpg.Connection, person_id: str, pending: asyncpg.Record, name: str | None
+        self, conn: Conn, person_id: str, pending: asyncpg.Record, name: str | None
     ) -> asyncpg.Record:
         # The count and the insert under the person's lock: simultaneous approvals
         # never pass the cap together.
