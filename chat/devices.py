@@ -173,7 +173,7 @@ class Devices:
         """A new pending pairing for a speaker (no one is signed in on it yet)."""
         await self._pool.execute(_SWEEP_PAIRINGS_SQL)
         poll_secret = f"dps_{secrets.token_urlsafe(24)}"
-        while True:  # a code still live elsewhere is drawn again (rare: 8.5e11 codes)
+        while True:  # a first group still live elsewhere is drawn again (923,521 of them; few pairings live at once)
             code = new_code()
             status = await self._pool.execute(
                 _START_SQL,
