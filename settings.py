@@ -134,7 +134,8 @@ class Settings(BaseSettings):
 
     # Paired speakers (docs/http.md#devices): how long a pairing code lives, devices a
     # person may have, pairing attempts (starting one, approving one) per client address
-    # per window, and wrong codes a person may type per 15 minutes.
+    # per window, and wrong codes a person may type per 15 minutes (also the wrong codes one
+    # waiting speaker's code takes before it is burnt).
     device_pairing_ttl_s: int = Field(default=600, ge=30, le=3600)
     devices_per_person_max: int = Field(default=10, ge=1, le=1000)
     pairings_per_address_max: int = Field(default=10, ge=1, le=1_000_000)

@@ -180,7 +180,10 @@ def build_devices(
     call when the database says so (a missed notification is caught up by re-checking).
     `doors` gives the call doors, None while they are still being built (no call is live)."""
     devices = Devices(
-        pool, pairing_ttl_s=settings.device_pairing_ttl_s, devices_per_person_max=settings.devices_per_person_max
+        pool,
+        pairing_ttl_s=settings.device_pairing_ttl_s,
+        devices_per_person_max=settings.devices_per_person_max,
+        wrong_codes_max=settings.pairing_wrong_codes_max,
     )
     ending: set[asyncio.Task[None]] = set()
 

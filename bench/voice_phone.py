@@ -6,8 +6,12 @@ several simultaneous calls, with where each turn's time went on the server.
 The speaker clients are `bench.voice_latency`'s. The phone client is a Twilio Media Streams
 peer as Twilio behaves:
 
+- it dials in as a real call does: its person verifies a number of their own (`POST
+  /v1/phones`, the code read from the server's log, where the offline stand-in writes it),
+  and Twilio's signed voice webhook for a call from that number answers TwiML carrying a
+  single-use call token (the phone door takes nothing else, docs/sockets.md#authentication);
 - it sends `connected`, then `start` (stream and call ids, `audio/x-mulaw` at 8000 Hz, the
-  phone link's token as a custom parameter), then a `media` event every 20 ms for the
+  call token as a custom parameter), then a `media` event every 20 ms for the
   whole call, numbered (`sequenceNumber`, `chunk`, `timestamp`), 160 bytes of base64 μ-law
   each: silence (0xFF) when the person is quiet, the same espeak-ng clips the speaker
   clients say (brought to 8 kHz μ-law) when they talk; and `stop` when it hangs up;
@@ -36,6 +40,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -47,6 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+from xml.etree import ElementTree
 
 import httpx
 import numpy as np
@@ -76,6 +82,7 @@ from bench.voice_latency import (
     voice_server,
     with_cpu,
 )
+from bench.voice_server import TWILIO_AUTH_TOKEN
 
 RESULTS = Path(__file__).parent / "results"
 LINE_RATE = 8_000
@@ -194,9 +201,54 @@ class PhoneCall(VoiceCall):
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
 
 
+_numbers = itertools.count(1)
+
+
+async def code_from_log(log_path: Path, number: str) -> str:
+    """The verification code the offline stand-in wrote to the server's log for `number`."""
+    marker = f"phone verification code for {number}: "
+    async with asyncio.timeout(10):
+        while True:
+            text = await asyncio.to_thread(log_path.read_text, errors="replace")
+            lines = [line for line in text.splitlines() if marker in line]
+            if lines:
+                return lines[-1].rsplit(marker, 1)[1].strip()
+            await asyncio.sleep(0.05)
+
+
+async def dial_in(port: int, token: str, tag: str, log_path: Path) -> str:
+    """The call token a call from the person's verified number gets from the signed webhook."""
+    from voice import twilio_signature  # the bench signs as Twilio does
+
+    number = f"+62811{os.getpid() % 10_000:04d}{next(_numbers):04d}"
+    person = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        added = await client.post("/v1/phones", json={"number": number}, headers=person)
+        if added.status_code != 202:
+            raise BenchFailed(f"adding {number} failed: {added.status_code} {added.text[:300]}")
+        code = await code_from_log(log_path, number)
+        verified = await client.post(f"/v1/phones/{added.json()['id']}/verify", json={"code": code}, headers=person)
+        if verified.status_code != 200:
+            raise BenchFailed(f"verifying {number} failed: {verified.status_code} {verified.text[:300]}")
+        url = f"http://127.0.0.1:{port}/v1/voice/phone/incoming"
+        form = {"AccountSid": "ACbench", "CallSid": f"CAbench{tag}", "From": number, "To": "+15005550006"}
+        signature = twilio_signature(TWILIO_AUTH_TOKEN, url, list(form.items()))
+        answer = await client.post(
+            url,
+            content=urlencode(form),
+            headers={"Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature},
+        )
+    if answer.status_code != 200:
+        raise BenchFailed(f"the phone webhook answered {answer.status_code} {answer.text[:300]}")
+    parameter = ElementTree.fromstring(answer.text).find("./Connect/Stream/Parameter")
+    if parameter is None or parameter.get("name") != "call_token":
+        raise BenchFailed(f"the phone webhook answered no call token: {answer.text[:300]}")
+    return str(parameter.get("value"))
+
+
 @contextlib.asynccontextmanager
-async def phone_call(port: int, token: str, tag: str, lateness_s: list[float]) -> AsyncIterator[PhoneCall]:
-    query = urlencode({"bench_call": tag})  # Twilio's own URL carries no query; the token goes in `start`
+async def phone_call(port: int, call_token: str, tag: str, lateness_s: list[float]) -> AsyncIterator[PhoneCall]:
+    query = urlencode({"bench_call": tag})  # Twilio's own URL carries no query; the call token goes in `start`
     async with connect(f"ws://127.0.0.1:{port}/v1/voice/phone?{query}", max_size=2**20) as ws:
         await ws.send(json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}))
         start = {
@@ -205,7 +257,7 @@ async def phone_call(port: int, token: str, tag: str, lateness_s: list[float]) -
             "callSid": f"CAbench{tag}",
             "tracks": ["inbound"],
             "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": LINE_RATE, "channels": 1},
-            "customParameters": {"token": token, "time_zone": "Asia/Jakarta"},
+            "customParameters": {"call_token": call_token, "time_zone": "Asia/Jakarta"},
         }
         await ws.send(json.dumps({"event": "start", "sequenceNumber": "1", "start": start, "streamSid": STREAM_SID}))
         call = PhoneCall(ws, tag)
@@ -360,7 +412,8 @@ async def measure(
 
     @contextlib.asynccontextmanager
     async def dial_phone(port: int, token: str, tag: str, lateness: list[float]) -> AsyncIterator[VoiceCall]:
-        async with phone_call(port, token, tag, lateness) as call:
+        call_token = await dial_in(port, token, tag, work / "server.log")
+        async with phone_call(port, call_token, tag, lateness) as call:
             phones.append(call)
             yield call
 

@@ -68,6 +68,9 @@ from voice import Engines
 log = logging.getLogger("bench.voice_server")
 
 QUERY_TAG = "bench_call"
+# Twilio's voice webhook is on, so bench.voice_phone's callers dial in as real calls do (a
+# verified number, a signed webhook, its call token); the codes go to this server's log.
+TWILIO_AUTH_TOKEN = "bench-twilio-auth-token"  # a bench's own, signs nothing real
 # A call's record is bounded like everything else; a turn records about a dozen events.
 EVENTS_PER_CALL_MAX = 20_000
 # The frames whose first push marks a stage of a turn. Audio frames are many, so only the
@@ -212,6 +215,9 @@ async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -
         google_speech_credentials=None,  # the offline engines: Whisper tiny.en + VOICE_TTS (neural by default)
         # Every person gets the most the setting allows, so no guard ever stops a call.
         signup_grant_micros=10**15,
+        twilio_auth_token=SecretStr(TWILIO_AUTH_TOKEN),
+        twilio_account_sid=None,  # verification codes go to the log, not out as text messages
+        twilio_from_number=None,
     )  # VOICE_VAD_STOP_S, VOICE_*_TIMEOUT_S, CALLS_PER_PROCESS_MAX still come from the environment
     async with running(settings) as (services, app):
         timelines: dict[str, list[dict[str, Any]]] = {}

@@ -10,6 +10,13 @@ process to end that device's live call.
 
 Codes, poll secrets and tokens are random, short-lived where they can be, and stored only
 as SHA-256 digests; a lookup by digest is one unique-index read.
+
+A code's first group of four names the waiting speaker (unique among live pairings), the
+whole code proves it: a wrong code whose first group names a waiting speaker counts against
+that pairing, and after `wrong_codes_max` of them the pairing is burnt, so even the right
+code is refused and the speaker starts again. Guessing costs the same as before (a guess
+must hit both halves), but no pairing can be guessed at for long by many people or
+addresses at once; each person's wrong codes are limited too (web.devices).
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from typing import Any
 
 import asyncpg
 
-from chat.errors import NotFound, PairingCodeInvalid, TooManyDevices, Unauthorized
+from chat.errors import NotFound, PairingCodeBurnt, PairingCodeInvalid, TooManyDevices, Unauthorized
+from chat.events import Conn
 from chat.identity import TOKEN_CHARS_MAX
 
 DEVICE_TOKEN_PREFIX = "dvt_"  # noqa: S105  # a prefix, not a secret
@@ -32,29 +40,34 @@ REVOKED_CHANNEL = "device_revoked"
 # characters is 8.5e11 codes against a few guesses a minute (docs/http.md#limits).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
+HEAD_LENGTH = 4  # the group that names the pairing (unique while it lives)
 POLL_INTERVAL_S = 5
 NAME_DEFAULT = "Speaker"
 
 _SWEEP_PAIRINGS_SQL = "DELETE FROM device_pairings WHERE expires_at < now()"
+# Any unique clash (the head, most likely) draws the code again.
 _START_SQL = """
-INSERT INTO device_pairings (code_sha256, poll_secret_sha256, name, expires_at)
-VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-ON CONFLICT (code_sha256) DO NOTHING
+INSERT INTO device_pairings (code_sha256, head_sha256, poll_secret_sha256, name, expires_at)
+VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+ON CONFLICT DO NOTHING
 """
 _PENDING_SQL = """
-SELECT name FROM device_pairings
-WHERE code_sha256 = $1 AND person_id IS NULL AND expires_at > now()
+SELECT code_sha256, name, wrong_codes FROM device_pairings
+WHERE head_sha256 = $1 AND person_id IS NULL AND expires_at > now()
 FOR UPDATE
 """
+_WRONG_SQL = "UPDATE device_pairings SET wrong_codes = wrong_codes + 1 WHERE code_sha256 = $1"
 _COUNT_DEVICES_SQL = "SELECT count(*) FROM devices WHERE person_id = $1"
 _MAKE_DEVICE_SQL = """
 INSERT INTO devices (id, person_id, name) VALUES ($1, $2, $3)
 RETURNING id, name, created_at, last_seen_at, token_sha256 IS NOT NULL AS paired
 """
 _APPROVE_SQL = "UPDATE device_pairings SET person_id = $2, device_id = $3 WHERE code_sha256 = $1"
-_POLL_SQL = (
-    "SELECT device_id, person_id FROM device_pairings WHERE poll_secret_sha256 = $1 AND expires_at > now() FOR UPDATE"
-)
+_POLL_SQL = """
+SELECT device_id, person_id, wrong_codes FROM device_pairings
+WHERE poll_secret_sha256 = $1 AND expires_at > now()
+FOR UPDATE
+"""
 _HAND_OUT_SQL = """
 UPDATE devices SET token_sha256 = $2 WHERE id = $1 AND token_sha256 IS NULL
 RETURNING id, name, created_at, last_seen_at, true AS paired
@@ -148,47 +161,74 @@ class DeviceCaller:
 
 
 class Devices:
-    def __init__(self, pool: asyncpg.Pool, *, pairing_ttl_s: int, devices_per_person_max: int) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, pairing_ttl_s: int, devices_per_person_max: int, wrong_codes_max: int = 5
+    ) -> None:
         self._pool = pool
         self.pairing_ttl_s = pairing_ttl_s
         self.devices_per_person_max = devices_per_person_max
+        self.wrong_codes_max = wrong_codes_max
 
     async def start_pairing(self, name: str | None = None) -> Pairing:
         """A new pending pairing for a speaker (no one is signed in on it yet)."""
         await self._pool.execute(_SWEEP_PAIRINGS_SQL)
         poll_secret = f"dps_{secrets.token_urlsafe(24)}"
-        while True:  # a code still live elsewhere is drawn again (rare: 8.5e11 codes)
+        while True:  # a first group still live elsewhere is drawn again (923,521 of them; few pairings live at once)
             code = new_code()
             status = await self._pool.execute(
-                _START_SQL, digest(code), digest(poll_secret), name or NAME_DEFAULT, self.pairing_ttl_s
+                _START_SQL,
+                digest(code),
+                digest(code[:HEAD_LENGTH]),
+                digest(poll_secret),
+                name or NAME_DEFAULT,
+                self.pairing_ttl_s,
             )
             if status.endswith(" 1"):
                 return Pairing(code=code, poll_secret=poll_secret, expires_in_s=self.pairing_ttl_s)
 
     async def approve(self, person_id: str, code: str, *, name: str | None = None) -> Device:
         """Make the device a pending code names, bound to this person; raises
-        `PairingCodeInvalid` for a code that is wrong, used or expired (nothing changes)
-        and `TooManyDevices` at the cap."""
+        `PairingCodeInvalid` for a code that is wrong, used or expired (nothing changes but
+        the wrong count of the pairing its first group names), `PairingCodeBurnt` once
+        that pairing took `wrong_codes_max` wrong codes, and `TooManyDevices` at the cap."""
         wanted = normalise_code(code)
         if len(wanted) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in wanted):
             raise PairingCodeInvalid("That code is not one a speaker shows: 8 letters and digits.")
+        wrong, row = False, None
         async with self._pool.acquire() as conn, conn.transaction():
-            pending = await conn.fetchrow(_PENDING_SQL, digest(wanted))
+            pending = await conn.fetchrow(_PENDING_SQL, digest(wanted[:HEAD_LENGTH]))
             if pending is None:
                 raise PairingCodeInvalid("No speaker is waiting with that code; it may have expired or been used.")
-            # The count and the insert under the person's lock: simultaneous approvals
-            # never pass the cap together.
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('devices:' || $1, 0))", person_id)
-            if await conn.fetchval(_COUNT_DEVICES_SQL, person_id) >= self.devices_per_person_max:
-                raise TooManyDevices(
-                    f"At most {self.devices_per_person_max} devices; remove one before pairing another."
+            if pending["wrong_codes"] >= self.wrong_codes_max:
+                raise PairingCodeBurnt(
+                    "Too many wrong codes were typed for this speaker; start pairing again on the speaker."
                 )
-            row = await conn.fetchrow(
-                _MAKE_DEVICE_SQL, f"dev_{secrets.token_hex(8)}", person_id, (name or pending["name"])[:100]
-            )
-            assert row is not None
-            await conn.execute(_APPROVE_SQL, digest(wanted), person_id, row["id"])
+            if not secrets.compare_digest(pending["code_sha256"], digest(wanted)):
+                # Counted in this transaction, which commits; the refusal is raised after it.
+                await conn.execute(_WRONG_SQL, pending["code_sha256"])
+                wrong = True
+            else:
+                row = await self._make_device(conn, person_id, pending, name)
+        if wrong:
+            # Said as for a code no speaker shows: a wrong guess learns nothing about the first group.
+            raise PairingCodeInvalid("No speaker is waiting with that code; it may have expired or been used.")
+        assert row is not None
         return Device.from_row(row)
+
+    async def _make_device(
+        self, conn: Conn, person_id: str, pending: asyncpg.Record, name: str | None
+    ) -> asyncpg.Record:
+        # The count and the insert under the person's lock: simultaneous approvals
+        # never pass the cap together.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('devices:' || $1, 0))", person_id)
+        if await conn.fetchval(_COUNT_DEVICES_SQL, person_id) >= self.devices_per_person_max:
+            raise TooManyDevices(f"At most {self.devices_per_person_max} devices; remove one before pairing another.")
+        row = await conn.fetchrow(
+            _MAKE_DEVICE_SQL, f"dev_{secrets.token_hex(8)}", person_id, (name or pending["name"])[:100]
+        )
+        assert row is not None
+        await conn.execute(_APPROVE_SQL, pending["code_sha256"], person_id, row["id"])
+        return row
 
     async def poll(self, poll_secret: str) -> tuple[Device, str] | None:
         """The device and its token, once, after the approval; None while pending. Raises
@@ -200,6 +240,8 @@ class Devices:
             if pairing is None:
                 raise Unauthorized("The pairing is not valid, was used, or expired; start pairing again.")
             if pairing["device_id"] is None:
+                if pairing["wrong_codes"] >= self.wrong_codes_max:
+                    raise Unauthorized("Too many wrong codes were typed for this pairing; start pairing again.")
                 return None
             token = f"{DEVICE_TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
             row = await conn.fetchrow(_HAND_OUT_SQL, pairing["device_id"], digest(token))

@@ -86,6 +86,13 @@ class PairingCodeInvalid(ChatError):
     type = "pairing_code_invalid"
 
 
+class PairingCodeBurnt(PairingCodeInvalid):
+    """A pairing that took too many wrong codes: even its right code pairs nothing now;
+    the speaker must start again."""
+
+    type = "pairing_code_burnt"
+
+
 class TooManyDevices(ChatError):
     type = "too_many_devices"
 

@@ -133,6 +133,11 @@ class Sessions:
         await self._pool.execute(_SWEEP_REVOKED_SQL)  # rows whose token expired anyway
 
 
+# Which tickets open which door: a person's ticket (`any`) opens what a client opens by URL
+# (live events, the speaker socket); the phone door takes only the phone webhook's call token.
+_DOORS_OPENED: dict[str, tuple[str, ...]] = {"any": ("any",), "phone": ("phone",)}
+
+
 def _ticket_digest(ticket: str) -> str:
     return hashlib.sha256(ticket.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -153,12 +158,13 @@ class Tickets:
         return ticket
 
     async def redeem(self, ticket: str, *, door: str = "any") -> str:
-        """The person the ticket was issued to, once, at a door it is good for; raises
-        `Unauthorized` otherwise (a ticket tried at the wrong door is spent all the same)."""
+        """The person the ticket was issued to, once, at a door it is good for (the phone door
+        takes only phone tickets, every other door only `any` ones); raises `Unauthorized`
+        otherwise (a ticket tried at the wrong door is spent all the same)."""
         if len(ticket) > TOKEN_CHARS_MAX or not ticket.startswith("tkt_"):
             raise Unauthorized("The ticket is not valid.")
         row = await self._pool.fetchrow(_REDEEM_TICKET_SQL, _ticket_digest(ticket))
-        if row is None or not row["live"] or row["door"] not in ("any", door):
+        if row is None or not row["live"] or row["door"] not in _DOORS_OPENED.get(door, ()):
             raise Unauthorized("The ticket is not valid, was used, or expired; ask for another.")
         await self._pool.execute(_SWEEP_TICKETS_SQL)
         return str(row["person_id"])

@@ -8,12 +8,12 @@ every 20 ms, `dtmf` on a keypress, and `stop` when the call's stream ends. We re
 `TwilioFrameSerializer` and run the same pipeline as every other door, with the turns
 in the `phone` channel.
 
-The caller is identified by the number they call from: Twilio's webhook
-(`voice.phone_webhook`) finds the person who verified that number and hands Twilio a
-short-lived, single-use call token as `<Parameter name="call_token">`, good at this door
-only. Bridges of our own may instead send a single-use door ticket (`<Parameter
-name="ticket">`, from `POST /v1/tickets`) or a person's token (`<Parameter name="token">`,
-or `?token=` on the URL; Twilio's own `<Stream>` URL carries no query string). Twilio has no error channel,
+The caller is identified by the number they call from, and by nothing else: Twilio's
+webhook (`voice.phone_webhook`) finds the person who verified that number and hands Twilio
+a short-lived, single-use call token as `<Parameter name="call_token">`, good at this door
+only. No other credential opens it: a person's 30-day session pasted into the stream's
+parameters or URL, a door ticket from `POST /v1/tickets` and a device token are all refused
+(4401), so what a TwiML document or a log line may hold names no session. Twilio has no error channel,
 so a refusal is the speaker's error event (which Twilio ignores; other bridges may read it),
 the close code and a log line, from the same translator as the speaker door
 (`voice.edge.refuse`): 4401 bad or missing token, 4402 empty wallet, 4409 / 1013 no call
@@ -240,17 +240,13 @@ async def _admit(doors: VoiceDoors, websocket: WebSocket) -> tuple[StreamStart, 
         raise ProtocolViolation("No start event arrived in time.") from exc
     if stream is None:
         return None
-    # The phone webhook's call token first (a verified caller); then, for bridges of our
-    # own, a door ticket or a person's token.
-    person = await doors.person_for(
-        stream.parameters.get("token") or websocket.query_params.get("token"),
-        ticket=stream.parameters.get("call_token")
-        or stream.parameters.get("ticket")
-        or websocket.query_params.get("ticket"),
-        door="phone",
-    )
+    # Only the phone webhook's call token names the caller (a verified number): a person's
+    # token or any other ticket is refused, never looked at (docs/sockets.md#authentication).
+    if stream.parameters.get("token") or websocket.query_params.get("token"):
+        raise Unauthorized("Tokens do not open the phone door; a call from a verified number does.")
+    person = await doors.person_for(None, ticket=stream.parameters.get("call_token"), door="phone")
     if person is None:
-        raise Unauthorized("The phone link carries no valid token.")
+        raise Unauthorized("The phone door takes only the call token the phone webhook gives; none valid came.")
     # A `<Parameter name="time_zone">` must name an IANA zone, as the speaker's `start` must.
     zone = parse_zone(stream.parameters.get("time_zone") or person.time_zone)
     if doors.guard is not None:

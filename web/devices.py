@@ -8,7 +8,8 @@ annotations of the closures below.)
 The two routes a speaker calls take no person's token (it has none): the pairing is
 counted per client address, and the poll takes the pairing's own secret in the body, never
 in a URL a log keeps. Approvals count against the same address limit and, when wrong,
-against the person, so codes cannot be guessed at speed.
+against the person (and against the pairing the code's first group names, chat.devices),
+so codes cannot be guessed at speed, nor by many at once.
 """
 
 from dataclasses import dataclass

@@ -88,6 +88,7 @@ HTTP_STATUS: dict[str, tuple[int, str]] = {
     "local_sign_in_disabled": (404, "Local sign-in is not available"),
     "admin_disabled": (404, "The admin API is switched off"),
     "pairing_code_invalid": (400, "No speaker is waiting with that code"),
+    "pairing_code_burnt": (400, "Too many wrong codes for this speaker; start pairing again"),
     "too_many_devices": (409, "Too many paired devices"),
     "phone_number_invalid": (422, "The phone number is not valid"),
     "phone_code_invalid": (400, "The code is wrong, used or expired"),

@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ledger import Posting, TransactionSpec, user_account
 from tests.conftest import App
-from tests.e2e.test_phone import phone_call
+from tests.e2e.test_phone import dialled, phone_call
 from tests.e2e.test_phone import say as say_on_phone
 from tests.e2e.test_speaker import call, say, token_for
 from tests.fakes import twilio
@@ -47,12 +47,12 @@ async def closed(ws: ClientConnection, timeout_s: float = 10) -> int | None:
 
 
 async def test_a_phone_call_with_an_empty_wallet_closes_4402_with_the_error_event(app: App, base_url: str) -> None:
-    token = await token_for(app)
-    me = await app.services.local_tokens.verify(token)
+    dialling = await dialled(app)
+    me = dialling.person_id
     await drain(app, me, "test:drain")
     async with connect(f"{base_url}/v1/voice/phone", max_size=2**20) as ws:
         await ws.send(twilio.connected())
-        await ws.send(twilio.start({"token": token}))
+        await ws.send(twilio.start(dialling.parameters))
         event = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert await closed(ws) == 4402
     assert (event["type"], event["code"]) == ("error", "insufficient_balance")
@@ -73,9 +73,9 @@ async def test_a_webrtc_offer_with_an_empty_wallet_is_a_402_problem(app: App) ->
 
 
 async def test_a_wallet_that_empties_mid_phone_call_is_said_then_the_line_closes_4402(app: App, base_url: str) -> None:
-    token = await token_for(app)
-    me = await app.services.local_tokens.verify(token)
-    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (phone, caller, heard):
+    dialling = await dialled(app)
+    me = dialling.person_id
+    async with phone_call(f"{base_url}/v1/voice/phone", dialling.parameters) as (phone, caller, heard):
         await say_on_phone(caller, "what can you do")
         await twilio.wait_for(heard, lambda h: len(h.ulaw) > 8_000, timeout_s=40)
         first_reply_bytes = len(heard.ulaw)
@@ -118,10 +118,10 @@ async def test_a_wallet_that_empties_mid_call_is_said_once_then_hangup_and_4402(
 
 async def test_end_all_calls_says_goodbye_on_every_door_then_hangs_up_with_shutdown(app: App, base_url: str) -> None:
     speaker_token = await token_for(app, "Budi")
-    phone_token = await token_for(app, "Sari")
+    sari = await dialled(app, "Sari")
     async with (
         call(base_url, speaker_token) as (ws, heard),
-        phone_call(f"{base_url}/v1/voice/phone", {"token": phone_token}) as (phone, caller, phone_heard),
+        phone_call(f"{base_url}/v1/voice/phone", sari.parameters) as (phone, caller, phone_heard),
     ):
         await say_on_phone(caller, "hello")  # the phone call is live and listening
         async with asyncio.timeout(10):

@@ -187,6 +187,49 @@ async def test_bad_codes_change_nothing_and_are_limited(app: App, settings: Sett
         assert_problem(answer, 429, "rate_limited")
 
 
+def wrong_tail(code: str, n: int) -> str:
+    """The code with its first group kept and its second changed (differently for each `n`)."""
+    alphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+    plain = code.replace("-", "")
+    return plain[:4] + "".join(alphabet[(alphabet.index(c) + n + 1) % len(alphabet)] for c in plain[4:])
+
+
+async def test_a_code_guessed_at_too_often_is_burnt_even_for_the_right_code(app: App) -> None:
+    """Wrong codes whose first group names a waiting speaker count against that pairing,
+    whoever types them and from wherever: after PAIRING_WRONG_CODES_MAX of them even the
+    right code pairs nothing, and the speaker is told to start again."""
+    async with client_from(app, "198.51.100.7") as speaker:
+        shown = (await speaker.post("/v1/devices/pairing", json={"name": "Hall speaker"})).json()
+        # Each wrong guess from another person at another address: no person's or address's
+        # own limit is reached, only the pairing's.
+        for n in range(WRONG_CODES_MAX):
+            guesser = await app.sign_in(f"Guesser {n}")
+            async with client_from(app, f"198.51.100.{20 + n}") as elsewhere:
+                answer = await elsewhere.post(
+                    "/v1/devices/pair", json={"code": wrong_tail(shown["code"], n)}, headers=guesser
+                )
+            assert_problem(answer, 400, "pairing_code_invalid")  # said as for a code no speaker shows
+            if n == 0:  # a wrong guess alone leaves the speaker waiting
+                polled = await speaker.post("/v1/devices/pairing/poll", json={"poll_secret": shown["poll_secret"]})
+                assert polled.json()["status"] == "pending"
+        owner = await app.sign_in("Budi")
+        async with client_from(app, "198.51.100.50") as owners:
+            burnt = await owners.post("/v1/devices/pair", json={"code": shown["code"]}, headers=owner)
+        assert_problem(burnt, 400, "pairing_code_burnt")
+        assert "start pairing again" in burnt.json()["detail"]
+        assert await app.services.pool.fetchval("SELECT count(*) FROM devices") == 0
+        # The speaker's poll says so: it starts again, and a fresh code pairs at once.
+        told = await speaker.post("/v1/devices/pairing/poll", json={"poll_secret": shown["poll_secret"]})
+        assert_problem(told, 401, "unauthorized")
+        assert "wrong codes" in told.json()["detail"]
+        fresh = (await speaker.post("/v1/devices/pairing", json={"name": "Hall speaker"})).json()
+        async with client_from(app, "198.51.100.50") as owners:
+            paired = await owners.post("/v1/devices/pair", json={"code": fresh["code"]}, headers=owner)
+        assert paired.status_code == 201, paired.text
+    listed = (await app.client.get("/v1/devices", headers=owner)).json()["devices"]
+    assert [d["name"] for d in listed] == ["Hall speaker"]
+
+
 async def test_a_person_has_at_most_the_configured_devices(app: App) -> None:
     person = await app.sign_in("Budi")
     for n in range(DEVICES_MAX):

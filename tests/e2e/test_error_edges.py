@@ -20,6 +20,7 @@ import app.server  # noqa: F401  # every domain module loaded, so every error cl
 from chat import ChatError, Person
 from ledger import InsufficientBalance, LedgerError, RefConflict, Transaction
 from tests.conftest import App
+from tests.e2e.test_phone import dialled
 from tests.e2e.test_speaker import START, token_for
 from tests.fakes import twilio
 from tests.fakes.servers import serve_in_process
@@ -129,7 +130,7 @@ async def test_speaker_and_phone_doors_send_the_error_event_and_the_table_close_
         close = CLOSE_CODES.get(exc.type, 1008)  # type: ignore[attr-defined]
         for url, first in (
             (f"{ws_url}/v1/voice/speaker?token={token}", [json.dumps(START)]),
-            (f"{ws_url}/v1/voice/phone", [twilio.connected(), twilio.start({"token": token})]),
+            (f"{ws_url}/v1/voice/phone", [twilio.connected(), twilio.start((await dialled(app)).parameters)]),
         ):
             event, code = await refused(url, first)
             assert event == {"type": "error", "code": exc.type, "message": str(exc)}, url  # type: ignore[attr-defined]

@@ -51,7 +51,9 @@ def settings(settings: Settings) -> Settings:
 # The routes identity and devices added, fuzzed a second time holding a paired speaker's
 # device token instead of a person's (docs/http.md#devices).
 NEW_ROUTES = ("/v1/devices", "/v1/phones", "/v1/voice/phone/incoming")
-AS_A_DEVICE = (*NEW_ROUTES, "/v1/tickets", "/v1/me")
+# With the identity routes (sign-in, sign-out, tickets, the person): a device token is
+# refused by each of them, never a 5xx.
+AS_A_DEVICE = (*NEW_ROUTES, "/v1/auth", "/v1/tickets", "/v1/me")
 
 
 def fuzz(
@@ -146,6 +148,8 @@ async def test_generated_requests_never_answer_5xx_nor_anything_the_document_doe
         "POST /v1/voice/phone/incoming",
     }
     assert added <= set(made) and added <= set(as_device), (set(made), set(as_device))
+    identity = {"POST /v1/auth/sign-out", "POST /v1/tickets", "GET /v1/me"}
+    assert identity <= set(as_device), set(as_device)
     assert {"POST /v1/messages", "GET /v1/wallet/usage", "POST /v1/admin/topups"} <= set(made)
     assert {"POST /v1/tickets", "POST /v1/auth/sign-out", "POST /v1/auth/local"} <= set(made)
 

@@ -1,7 +1,8 @@
 """The phone door end to end: a real uvicorn on 127.0.0.1 and a WebSocket client speaking
-Twilio Media Streams — `connected`, `start` with the phone link's token as a custom
-parameter, espeak-ng speech as 8 kHz μ-law `media` events in real time — hearing Ava's
-reply as `media` events, with the sandbox home and the thread checked after."""
+Twilio Media Streams — `connected`, `start` with the call token the phone webhook minted
+as a custom parameter, espeak-ng speech as 8 kHz μ-law `media` events in real time —
+hearing Ava's reply as `media` events, with the sandbox home and the thread checked after.
+Nothing but that call token opens the door (docs/sockets.md#authentication)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from websockets.exceptions import ConnectionClosed
 
 from agents import SandboxHome
 from tests.conftest import App
-from tests.e2e.test_speaker import token_for
 from tests.fakes import twilio
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import rms, silence, speech_pcm16
@@ -29,6 +29,30 @@ from voice.engines.whisper import WhisperSTTService
 async def base_url(app: App) -> AsyncIterator[str]:
     async with serve_in_process(app.app) as url:
         yield url.replace("http://", "ws://")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dialled:
+    """A call as the phone webhook answers it: whose it is, and the single-use call token
+    its TwiML hands Twilio (`<Parameter name="call_token">`)."""
+
+    person_id: str
+    call_token: str
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        return {"call_token": self.call_token}
+
+
+async def dialled(app: App, name: str = "Budi") -> Dialled:
+    """`name` calls from their verified number: the call token is minted by the phone
+    webhook's own `call_token`, as for a signed request from that number
+    (tests/e2e/test_phone_callers.py drives the signed webhook itself, verification and all)."""
+    headers = await app.sign_in(name)
+    person_id = await app.services.local_tokens.verify(headers["Authorization"].removeprefix("Bearer "))
+    webhook = app.services.voice.phone_webhook
+    assert webhook is not None
+    return Dialled(person_id, await webhook.call_token(person_id))
 
 
 @contextlib.asynccontextmanager
@@ -66,8 +90,8 @@ async def messages_in_database(app: App) -> int:
 
 
 async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(app: App, base_url: str) -> None:
-    token = await token_for(app)
-    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (_, caller, heard):
+    dialling = await dialled(app)
+    async with phone_call(f"{base_url}/v1/voice/phone", dialling.parameters) as (_, caller, heard):
         await say(caller, "turn on the bedroom light")
         await twilio.wait_for(heard, lambda h: len(h.ulaw) > 8_000, timeout_s=40)  # a second of reply audio
         await asyncio.sleep(0.5)
@@ -75,7 +99,7 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
     assert all(e["streamSid"] == twilio.STREAM_SID for e in heard.events)
     assert rms(await twilio.pcm_from_ulaw(heard.ulaw)) > 300, "the reply is audible speech, not silence"
 
-    me = await app.services.people.get(await app.services.local_tokens.verify(token))
+    me = await app.services.people.get(dialling.person_id)
     assert me is not None
     status = await SandboxHome(app.services.pool).device_status(person_id=me.id, device_id="sbx-light-bedroom")
     assert status["switch_led"] is True
@@ -103,7 +127,7 @@ async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) ->
 
     app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
     try:
-        async with phone_call(f"{base_url}/v1/voice/phone", {"token": await token_for(app)}):
+        async with phone_call(f"{base_url}/v1/voice/phone", (await dialled(app)).parameters):
             async with asyncio.timeout(20):  # the call's pipeline is built once the stream starts
                 while not made:
                     await asyncio.sleep(0.05)
@@ -113,37 +137,63 @@ async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) ->
 
 
 async def test_goodbye_plays_then_the_socket_closes_1000(app: App, base_url: str) -> None:
-    token = await token_for(app)
-    async with phone_call(f"{base_url}/v1/voice/phone", {"token": token}) as (ws, caller, heard):
+    dialling = await dialled(app)
+    async with phone_call(f"{base_url}/v1/voice/phone", dialling.parameters) as (ws, caller, heard):
         await say(caller, "okay, goodbye")
         code = await closed_with(ws, timeout_s=40)
     assert code == 1000
     assert rms(await twilio.pcm_from_ulaw(heard.ulaw)) > 300, "the goodbye was played before the close"
-    me = await app.services.local_tokens.verify(token)
-    thread = await app.services.threads.page(me, before=None, after=None, limit=10)
+    thread = await app.services.threads.page(dialling.person_id, before=None, after=None, limit=10)
     assert [(m.author, m.channel) for m in thread][-1] == ("ava", "phone")
     assert "#" not in thread[-1].text
 
 
-@pytest.mark.parametrize("where", ["parameter", "query", "missing"])
-async def test_a_bad_or_missing_token_closes_4401_and_writes_nothing(app: App, base_url: str, where: str) -> None:
-    await token_for(app)  # someone exists, so "nothing written" is a real check
+@pytest.mark.parametrize(
+    "credential",
+    [
+        "missing",
+        "forged call token",
+        "used call token",
+        "person token",
+        "person token on the url",
+        "person token beside a call token",
+        "door ticket",
+    ],
+)
+async def test_only_the_webhooks_call_token_opens_the_phone_door(app: App, base_url: str, credential: str) -> None:
+    """A person's 30-day session never names a phone caller, wherever it is put, nor does a
+    door ticket from `POST /v1/tickets`: 4401 with the error event, and nothing written."""
+    headers = await app.sign_in("Budi")  # someone exists, so "nothing written" is a real check
+    token = headers["Authorization"].removeprefix("Bearer ")
     url, parameters = f"{base_url}/v1/voice/phone", {}
-    if where == "parameter":
-        parameters = {"token": "forged"}
-    elif where == "query":
-        url += "?token=forged"
-    async with phone_call(url, parameters) as (ws, caller, _):
-        with contextlib.suppress(ConnectionClosed):
-            await caller.send(await twilio.ulaw_8k(await speech_pcm16("turn on the bedroom light")))
+    if credential == "forged call token":
+        parameters = {"call_token": "tkt_forged"}
+    elif credential == "used call token":
+        used = await dialled(app)
+        assert await app.services.tickets.redeem(used.call_token, door="phone") == used.person_id
+        parameters = used.parameters
+    elif credential == "person token":
+        parameters = {"token": token}
+    elif credential == "person token on the url":
+        url += f"?token={token}"
+    elif credential == "person token beside a call token":
+        parameters = {**(await dialled(app)).parameters, "token": token}
+    elif credential == "door ticket":
+        ticket = await app.client.post("/v1/tickets", headers=headers)
+        assert ticket.status_code == 200, ticket.text
+        parameters = {"call_token": ticket.json()["ticket"]}
+    async with connect(url, max_size=2**20) as ws:
+        await ws.send(twilio.connected())
+        await ws.send(twilio.start(parameters))
+        refused = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert await closed_with(ws) == 4401
+    assert (refused["type"], refused["code"]) == ("error", "unauthorized")
     assert await messages_in_database(app) == 0
     assert len(app.services.voice.registry) == 0
 
 
-async def test_the_token_may_come_on_the_url_and_stop_ends_the_call_cleanly(app: App, base_url: str) -> None:
-    token = await token_for(app)
-    async with phone_call(f"{base_url}/v1/voice/phone?token={token}") as (ws, caller, _):
+async def test_stop_ends_the_call_cleanly(app: App, base_url: str) -> None:
+    async with phone_call(f"{base_url}/v1/voice/phone", (await dialled(app)).parameters) as (ws, caller, _):
         await caller.send(await twilio.ulaw_8k(silence(0.5)))
         async with asyncio.timeout(5):
             while not len(app.services.voice.registry):  # the call is up
@@ -163,15 +213,17 @@ async def test_the_token_may_come_on_the_url_and_stop_ends_the_call_cleanly(app:
         ("{not json", 1008),
         (b"\x00\x01" * 160, 1003),
         (
-            twilio.start({"token": "x"}, media_format={"encoding": "audio/l16", "sampleRate": 16000, "channels": 1}),
+            twilio.start(
+                {"call_token": "x"}, media_format={"encoding": "audio/l16", "sampleRate": 16000, "channels": 1}
+            ),
             1003,
         ),
         (json.dumps({"event": "start", "start": {"mediaFormat": {}}}), 1008),
     ],
 )
 async def test_a_broken_stream_start_is_refused(app: App, base_url: str, first: str | bytes, close: int) -> None:
-    token = await token_for(app)
-    async with connect(f"{base_url}/v1/voice/phone?token={token}", max_size=2**20) as ws:
+    await app.sign_in("Budi")  # someone exists, so "nothing written" is a real check
+    async with connect(f"{base_url}/v1/voice/phone", max_size=2**20) as ws:
         await ws.send(twilio.connected())
         await ws.send(first)
         assert await closed_with(ws) == close
@@ -212,7 +264,7 @@ async def test_a_phone_turn_runs_every_stage_of_the_phone_line(
 
     app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
     try:
-        async with phone_call(f"{base_url}/v1/voice/phone", {"token": await token_for(app)}) as (ws, caller, heard):
+        async with phone_call(f"{base_url}/v1/voice/phone", (await dialled(app)).parameters) as (ws, caller, heard):
             await say(caller, "hello")
             await twilio.wait_for(heard, lambda h: bool(h.of("mark")), timeout_s=40)
             for mark in heard.of("mark"):  # played, as Twilio would say

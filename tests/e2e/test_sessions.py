@@ -181,19 +181,24 @@ def test_local_sign_in_on_a_public_bind_stops_startup_naming_the_setting(host: s
         assert settings.model_copy(update={"host": loopback}).public_local_sign_in() is None
 
 
-async def test_a_ticket_opens_the_phone_door_once(app: App) -> None:
-    from tests.e2e.test_phone import closed_with, phone_call
+async def test_a_call_token_opens_the_phone_door_once_and_a_persons_ticket_never(app: App) -> None:
+    from tests.e2e.test_phone import closed_with, dialled, phone_call
 
     headers = await app.sign_in()
-    ticket = (await app.client.post("/v1/tickets", headers=headers)).json()["ticket"]
+    dialling = await dialled(app)
     async with logged_server(app) as url:
         door = url.replace("http://", "ws://") + "/v1/voice/phone"
-        async with phone_call(door, {"ticket": ticket}):
+        async with phone_call(door, dialling.parameters):
             async with asyncio.timeout(20):  # the call is live once it holds the person's slot
                 while len(app.services.voice.registry) == 0:
                     await asyncio.sleep(0.05)
         async with asyncio.timeout(20):
             while len(app.services.voice.registry) != 0:
                 await asyncio.sleep(0.05)
-        async with phone_call(door, {"ticket": ticket}) as (ws, _, _):
+        async with phone_call(door, dialling.parameters) as (ws, _, _):
             assert await closed_with(ws) == 4401
+        # A ticket from POST /v1/tickets opens the events and the speaker, never the phone.
+        ticket = (await app.client.post("/v1/tickets", headers=headers)).json()["ticket"]
+        for parameters in ({"call_token": ticket}, {"ticket": ticket}):
+            async with phone_call(door, parameters) as (ws, _, _):
+                assert await closed_with(ws) == 4401

@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.conftest import App
+from tests.e2e.test_phone import dialled
 from tests.e2e.test_speaker import START, token_for
 from tests.fakes import twilio
 from tests.fakes.servers import serve_in_process
@@ -67,7 +68,7 @@ async def test_deeply_nested_json_is_refused_at_the_speaker_and_phone_doors(
 ) -> None:
     token = await token_for(app)
     speaker = f"{ws_url}/v1/voice/speaker?token={token}"
-    for url, frames in ((speaker, [frame]), (f"{ws_url}/v1/voice/phone?token={token}", [twilio.connected(), frame])):
+    for url, frames in ((speaker, [frame]), (f"{ws_url}/v1/voice/phone", [twilio.connected(), frame])):
         received, closed_with = await asyncio.to_thread(refused, url, frames)
         assert closed_with == close, url
         assert received[-1]["type"] == "error" and received[-1]["code"] == code, url
@@ -80,8 +81,8 @@ async def test_deeply_nested_json_is_refused_at_the_speaker_and_phone_doors(
 
 @pytest.mark.parametrize("zone", ["Asia", "Etc", "Mars/Base"])
 async def test_a_phone_start_naming_no_zone_is_refused_cleanly(app: App, ws_url: str, zone: str) -> None:
-    token = await token_for(app)
-    frames: list[str | bytes] = [twilio.connected(), twilio.start({"token": token, "time_zone": zone})]
+    dialling = await dialled(app)
+    frames: list[str | bytes] = [twilio.connected(), twilio.start({**dialling.parameters, "time_zone": zone})]
     received, closed_with = await asyncio.to_thread(refused, f"{ws_url}/v1/voice/phone", frames)
     assert closed_with == 1008
     assert received[-1]["type"] == "error" and received[-1]["code"] == "time_zone_invalid"
