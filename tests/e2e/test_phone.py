@@ -101,8 +101,12 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
 
     me = await app.services.people.get(dialling.person_id)
     assert me is not None
-    status = await SandboxHome(app.services.pool).device_status(person_id=me.id, device_id="sbx-light-bedroom")
-    assert status["switch_led"] is True
+    # The first second of reply may be Ava's acknowledgement, said before Zee has acted
+    # (docs/agents.md): the light is looked at until Zee's turn has had its time.
+    home = SandboxHome(app.services.pool)
+    async with asyncio.timeout(20):
+        while (await home.device_status(person_id=me.id, device_id="sbx-light-bedroom"))["switch_led"] is not True:
+            await asyncio.sleep(0.1)
     async with asyncio.timeout(20):  # Zee's answer is written as its last words are said
         while len(thread := await app.services.threads.page(me.id, before=None, after=None, limit=50)) < 3:
             await asyncio.sleep(0.1)
