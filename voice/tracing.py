@@ -127,7 +127,7 @@ class CallTrace:
         """The person's turn is over and goes to Ava: its span, dated from their speech."""
         now = time.time_ns()
         start = self._speech_start_ns if self._speech_start_ns is not None else now
-        end = self._speech_end_ns if self._speech_end_ns is not None else now
+        end = max(self._speech_end_ns, start) if self._speech_end_ns is not None else now
         span = begin("voice turn", start_ns=min(start, now), **self._attributes)
         if self._speech_start_ns is not None and self._speech_end_ns is not None:
             span.record("speech", start_ns=start, end_ns=end)

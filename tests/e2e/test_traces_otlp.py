@@ -65,7 +65,9 @@ async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Setti
                 heard = Heard()
                 listener = asyncio.create_task(listen(ws, heard))
                 await say(ws, "turn on the bedroom light")
-                await wait_for(heard, lambda h: any("light" in e["text"].lower() for e in h.of("transcript", "assistant")))
+                await wait_for(
+                    heard, lambda h: any("light" in c["text"].lower() for c in h.of("transcript", "assistant"))
+                )
                 await wait_quiet(heard)
                 listener.cancel()
                 with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
@@ -100,7 +102,9 @@ async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Setti
     assert speech.end_ns == stt.start_ns == turn_end.start_ns == first_audio.start_ns
     sentences = [s for s in in_trace if s.name == "tts"]
     assert sentences and {parent(s) for s in sentences} == {root}
-    assert sorted(s.attributes["avagenc.index"] for s in sentences) == list(range(1, len(sentences) + 1))
+    assert [s.attributes["avagenc.index"] for s in sorted(sentences, key=lambda s: s.start_ns)] == list(
+        range(1, len(sentences) + 1)
+    )
     assert first_audio.end_ns == min(s.end_ns for s in sentences)
     assert turn_end.end_ns <= first_audio.end_ns <= root.end_ns
 

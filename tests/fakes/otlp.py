@@ -94,7 +94,7 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
     received: list[OtlpReceiver] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(min(length, _BODY_MAX))
             if self.path != "/v1/traces":
@@ -115,7 +115,7 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
+        def log_message(self, format: str, *args: object) -> None:
             pass  # the test's output stays the test's
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
