@@ -51,6 +51,7 @@ from telemetry import OpenSpan, begin
 # Where a frame carries the voice turn it belongs to (Pipecat's per-frame metadata).
 TURN_KEY = "avagenc.voice_turn"
 _SENTENCE_KEY = "avagenc.sentence"  # (index in the turn, handed to the TTS at, ns)
+_SPOKEN_OVER_KEY = "avagenc.spoken_over"  # on a barge-in: the turns open when it began
 
 
 def _ns(seconds: float) -> int:
@@ -144,6 +145,9 @@ class CallTrace:
         if turn in self._open:
             self._open.remove(turn)
 
+    def open_turns(self) -> list[VoiceTurnTrace]:
+        return list(self._open)
+
     def end_all(self, *, interrupted: bool = False) -> None:
         """End every open turn: the person spoke over them, or the call is over."""
         for turn in list(self._open):
@@ -191,6 +195,9 @@ class TurnTap(_Tap):
                 self._trace.user_turn(started=False)
             elif isinstance(frame, LLMContextFrame) and not frame.speculation:
                 self._trace.open().stamp(frame)
+            elif isinstance(frame, InterruptionFrame):
+                # The turns it speaks over: not one opened after it, before it reaches the output.
+                frame.metadata[_SPOKEN_OVER_KEY] = self._trace.open_turns()
         await self.push_frame(frame, direction)
 
 
@@ -206,7 +213,12 @@ class SpeechTap(_Tap):
         await super().process_frame(frame, direction)
         if isinstance(frame, InterruptionFrame):
             self._announced = None
-            self._trace.end_all(interrupted=True)
+            spoken_over = frame.metadata.get(_SPOKEN_OVER_KEY)
+            if isinstance(spoken_over, list):
+                for turn in spoken_over:
+                    turn.end(interrupted=True)
+            else:
+                self._trace.end_all(interrupted=True)
         elif isinstance(frame, (EndFrame, CancelFrame)):
             self._trace.end_all()
         elif direction is FrameDirection.DOWNSTREAM:
