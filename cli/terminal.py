@@ -9,6 +9,13 @@ It imports nothing of the server (the team comes from `GET /v1/agents`), so it s
 At a terminal, lines are read with GNU readline: arrow keys edit and recall, history is kept
 across runs (`$XDG_STATE_HOME/avagenc/chat_history`), and Tab completes an `@` name.
 
+What is written elsewhere appears as it is written: the client follows `GET /v1/events`
+and prints each new message of the thread (a line sent from the web app, a call's words,
+a wake note, the group's answers to them, and this terminal's own answers as they come). A
+line that arrives while the person is typing is printed above the line being edited, which
+is drawn again as it was. Each message is printed once: by its id, and the person's own
+line (which the terminal already shows as they typed it) by its text.
+
 Guarantees: each line the person sends is one turn even when the connection drops — a retry
 reuses the line's `client_id`, which the server makes idempotent; the person's own line is not
 echoed back; a problem response is shown as one line and the conversation goes on; the exit code
@@ -23,11 +30,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import json
 import os
 import sys
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -44,6 +53,14 @@ TIMEOUT = httpx.Timeout(10.0, read=300.0)
 PROMPT = "you> "
 LOCALTIME = Path("/etc/localtime")
 PROBLEM_TYPE = "application/problem+json"
+# How long the live events wait before opening their stream again after losing it.
+RECONNECT_S = 2.0
+# The stream is quiet between events, with a keep-alive comment every SSE_KEEPALIVE_S (15 s).
+EVENTS_TIMEOUT = httpx.Timeout(10.0, read=120.0)
+# How long the first prompt waits for the live events to open (they follow on regardless).
+EVENTS_OPEN_WAIT_S = 1.0
+# Messages remembered as shown, so none is printed twice (older ones never come again).
+SHOWN_MAX = 1000
 
 
 def help_text(team: Mapping[str, str]) -> str:
@@ -78,9 +95,21 @@ async def run_terminal(
             return 1
         client.headers["Authorization"] = f"Bearer {token}"
         team = await _team(client)
-        await _show_history(client, out, team)
         with _line_editing(source, team) as editing:
-            return await _converse(client, source, out, team, editing=editing)
+            screen = Screen(out, team, editing=editing)
+            # Live events open before the history is read, so nothing written in between is
+            # missed (a message in both is shown once); the prompt waits a moment for them.
+            opened = asyncio.Event()
+            following = asyncio.create_task(_follow(client, screen, opened), name="avagenc-events")
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(opened.wait(), EVENTS_OPEN_WAIT_S)
+                await _show_history(client, screen)
+                return await _converse(client, source, screen)
+            finally:
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await following
 
 
 def local_time_zone(*, environ: Mapping[str, str] | None = None, localtime: Path = LOCALTIME) -> str | None:
@@ -189,31 +218,78 @@ def _line_editing(source: TextIO, team: Mapping[str, str]) -> Iterator[bool]:
             readline.write_history_file(path)
 
 
-async def _show_history(client: httpx.AsyncClient, out: TextIO, team: Mapping[str, str]) -> None:
+async def _show_history(client: httpx.AsyncClient, screen: Screen) -> None:
     try:
         response = await client.get("/v1/messages", params={"limit": HISTORY_LIMIT})
     except httpx.TransportError as exc:
-        _say(out, _transport_line(client, exc))
+        screen.say(_transport_line(client, exc))
         return
     if response.is_error:
-        _say(out, _problem_line(response))
+        screen.say(_problem_line(response))
         return
     page = response.json()
     if page["has_more"]:
-        _say(out, "(earlier messages are in the web app)")
+        screen.say("(earlier messages are in the web app)")
     for message in page["messages"]:
-        _say(out, _message_line(message, team))
+        screen.message(message)
 
 
-async def _converse(
-    client: httpx.AsyncClient, source: TextIO, out: TextIO, team: Mapping[str, str], *, editing: bool = False
-) -> int:
+class Screen:
+    """Where the chat's lines go, printed once each, and never through the line being typed."""
+
+    def __init__(self, out: TextIO, team: Mapping[str, str], *, editing: bool = False) -> None:
+        self.out = out
+        self.team = team
+        self.editing = editing
+        # The prompt on screen while the person types at it (None: nobody is typing).
+        self.prompt: str | None = None
+        self._shown: dict[str, None] = {}  # message ids, oldest first
+        self._own: Counter[str] = Counter()  # lines sent from here whose message has not come back
+
+    def say(self, text: str) -> None:
+        if self.prompt is None:
+            _say(self.out, text)
+            return
+        # Over the line being typed: clear it, print, and draw the prompt and what was typed again.
+        typed = _typed_so_far() if self.editing else ""
+        self.out.write(f"\r\x1b[K{text}\n{self.prompt}{typed}")
+        self.out.flush()
+
+    def sent(self, text: str) -> None:
+        """A line the person typed here: its message is on the screen already."""
+        self._own[text] += 1
+
+    def message(self, message: Mapping[str, Any]) -> None:
+        """Show a message of the thread unless it has been shown (or typed here)."""
+        message_id = str(message.get("id"))
+        if message_id in self._shown:
+            return
+        self._shown[message_id] = None
+        if len(self._shown) > SHOWN_MAX:
+            del self._shown[next(iter(self._shown))]
+        if message.get("author") == HUMAN and self._own[text := str(message.get("text"))] > 0:
+            self._own[text] -= 1
+            return
+        self.say(_message_line(message, self.team))
+
+
+def _typed_so_far() -> str:
+    import readline  # loaded already: the screen is only editing when readline is
+
+    return readline.get_line_buffer()
+
+
+async def _converse(client: httpx.AsyncClient, source: TextIO, screen: Screen) -> int:
     prompt = PROMPT if source.isatty() else ""
     while True:
-        if prompt and not editing:
-            out.write(prompt)
-            out.flush()
-        line = await _read_line(source, prompt=prompt if editing else None)
+        if prompt and not screen.editing:
+            screen.out.write(prompt)
+            screen.out.flush()
+        screen.prompt = prompt or None
+        try:
+            line = await _read_line(source, prompt=prompt if screen.editing else None)
+        finally:
+            screen.prompt = None
         if not line:  # end of input
             return 0
         text = line.strip()
@@ -222,9 +298,49 @@ async def _converse(
         if text == "/quit":
             return 0
         if text == "/help":
-            _say(out, help_text(team))
+            screen.say(help_text(screen.team))
             continue
-        await _send(client, text, out, team)
+        await _send(client, text, screen)
+
+
+async def _follow(client: httpx.AsyncClient, screen: Screen, opened: asyncio.Event) -> None:
+    """Show each message written to the thread from now on, wherever it was written, until
+    cancelled; a lost stream is opened again where it left off. A refusal (too many streams)
+    is said once and ends following (a server without live events, silently): the chat goes
+    on without it."""
+    last_id: str | None = None
+    while True:
+        headers = {"Last-Event-ID": last_id} if last_id is not None else {}
+        try:
+            async with client.stream("GET", "/v1/events", headers=headers, timeout=EVENTS_TIMEOUT) as response:
+                opened.set()
+                if response.is_error:
+                    await response.aread()
+                    if response.status_code != 404:  # a server with no live events: nothing to say
+                        screen.say(f"{_problem_line(response)} (messages from elsewhere will not show here)")
+                    return
+                async for event_id, kind, data in _server_events(response):
+                    last_id = event_id or last_id
+                    if kind == "message" and isinstance(data, dict):
+                        screen.message(data)
+        except httpx.TransportError:
+            opened.set()  # no server to wait for
+        await asyncio.sleep(RECONNECT_S)
+
+
+async def _server_events(response: httpx.Response) -> AsyncIterator[tuple[str | None, str, Any]]:
+    """(id, type, JSON data) of each event in a text/event-stream; comments are skipped."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line:
+            if not line.startswith(":"):
+                name, _, value = line.partition(":")
+                fields[name] = value.removeprefix(" ")
+            continue
+        if "data" in fields:
+            with contextlib.suppress(ValueError):
+                yield fields.get("id"), fields.get("event", "message"), json.loads(fields["data"])
+        fields = {}
 
 
 async def _read_line(source: TextIO, *, prompt: str | None = None) -> str:
@@ -256,18 +372,23 @@ async def _read_line(source: TextIO, *, prompt: str | None = None) -> str:
     return await future
 
 
-async def _send(client: httpx.AsyncClient, text: str, out: TextIO, team: Mapping[str, str]) -> None:
-    """Post one line as one turn and show what the group wrote back."""
+async def _send(client: httpx.AsyncClient, text: str, screen: Screen) -> None:
+    """Post one line as one turn and show what the group wrote back (what the live events
+    have not shown already)."""
+    screen.sent(text)
     try:
         response = await _post_turn(client, {"text": text, "client_id": str(uuid.uuid4())})
     except httpx.TransportError as exc:
-        _say(out, _transport_line(client, exc))
+        screen.say(_transport_line(client, exc))
         return
     if response.is_error:
-        _say(out, _problem_line(response))
+        screen.say(_problem_line(response))
         return
-    for line in _turn_lines(response.json(), team):
-        _say(out, line)
+    turn = response.json()
+    for message in turn["messages"]:
+        screen.message(message)
+    for line in _failed_runs(turn, screen.team):
+        screen.say(line)
 
 
 async def _post_turn(client: httpx.AsyncClient, body: Mapping[str, str]) -> httpx.Response:
@@ -279,9 +400,9 @@ async def _post_turn(client: httpx.AsyncClient, body: Mapping[str, str]) -> http
         return await client.post("/v1/messages", json=body)
 
 
-def _turn_lines(turn: Mapping[str, Any], team: Mapping[str, str]) -> list[str]:
-    """What a turn wrote, minus the person's own line; silence is a valid answer and prints nothing."""
-    lines = [_message_line(m, team) for m in turn["messages"] if m["author"] != HUMAN]
+def _failed_runs(turn: Mapping[str, Any], team: Mapping[str, str]) -> list[str]:
+    """A line for each run of a turn that could not finish (silence is a valid answer and prints nothing)."""
+    lines: list[str] = []
     for run in turn["runs"]:
         if run["status"] == "failed":
             error = run.get("error") or {}

@@ -24,7 +24,7 @@ from telemetry.metrics import (
     Registry,
     metrics,
 )
-from telemetry.traces import export_traces, here, span
+from telemetry.traces import OpenSpan, begin, export_traces, here, span
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -33,8 +33,10 @@ __all__ = [
     "Histogram",
     "JsonFormatter",
     "LogFormat",
+    "OpenSpan",
     "PlainFormatter",
     "Registry",
+    "begin",
     "configure_logging",
     "current_request_id",
     "export_traces",

@@ -1,5 +1,6 @@
 """One trace per turn: spans for routing, each agent run, each model call and each tool
-call, exported by OTLP when an operator asks for it (docs/operations.md#traces).
+call (and, on a call, the voice pipeline's stages around them), exported by OTLP when an
+operator asks for it (docs/operations.md#traces).
 
 Domains open spans through `span()`, on OpenTelemetry's API (already a dependency of
 FastAPI's): with no exporter configured, every span is OpenTelemetry's non-recording one and
@@ -7,6 +8,11 @@ costs a context switch, nothing is kept and nothing leaves the process. `export_
 (called by the composition root when TRACES_OTLP_ENDPOINT is set) installs the SDK's
 provider with a batching OTLP/HTTP exporter; the SDK is imported only then. Attributes
 name things by id (run, agent, model, tool), never what anyone said.
+
+A call's voice turn is not one block of code: it is opened when the person's turn ends,
+its children (the speech, recognition, the first audio) are known only after they
+happened, and it ends when its reply's audio is out, in other tasks of the pipeline.
+`begin` opens such a span (`OpenSpan`) that is carried to those places and ended there.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 from opentelemetry import context, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
 
 Attribute = str | int | float | bool | None
 
@@ -34,13 +40,67 @@ def span(name: str, *, within: Context | None = None, **attributes: Attribute) -
     """A child of the current span, or of `within` (a turn's charges are written by another
     task, after the run that made them), or a new trace's root, for the block; an exception
     escaping it marks the span as failed, with the exception's type only."""
-    given = {f"avagenc.{key}": value for key, value in attributes.items() if value is not None}
+    given = _attributes(attributes)
     with _tracer.start_as_current_span(name, context=within, attributes=given, record_exception=False) as current:
         try:
             yield current
         except BaseException as exc:
             current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise
+
+
+def _attributes(given: dict[str, Attribute]) -> dict[str, str | int | float | bool]:
+    return {f"avagenc.{key}": value for key, value in given.items() if value is not None}
+
+
+class OpenSpan:
+    """A span opened now (or at `start_ns`, a moment already past) and ended later,
+    wherever its work ends; work done `inside()` it is its children."""
+
+    __slots__ = ("_span", "context")
+
+    def __init__(self, span: Span, context: Context) -> None:
+        self._span = span
+        self.context = context
+
+    @property
+    def recording(self) -> bool:
+        """Whether anything is kept: False with no exporter, or once ended."""
+        return self._span.is_recording()
+
+    def set(self, **attributes: Attribute) -> None:
+        for key, value in _attributes(attributes).items():
+            self._span.set_attribute(key, value)
+
+    def record(self, name: str, *, start_ns: int, end_ns: int, **attributes: Attribute) -> None:
+        """A child that is already over (from `start_ns` to `end_ns`, `time.time_ns()` clock)."""
+        if not self._span.is_recording():
+            return  # ended, or nothing is kept: no child is made
+        child = _tracer.start_span(name, context=self.context, start_time=start_ns, attributes=_attributes(attributes))
+        child.end(end_time=max(end_ns, start_ns))
+
+    def end(self, *, end_ns: int | None = None, **attributes: Attribute) -> None:
+        """End it (once: later calls do nothing), setting `attributes` first."""
+        if not self._span.is_recording():
+            return
+        self.set(**attributes)
+        self._span.end(end_time=end_ns)
+
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
+        """Make this span the current one for the block (and the tasks it starts)."""
+        token = context.attach(self.context)
+        try:
+            yield
+        finally:
+            context.detach(token)
+
+
+def begin(name: str, *, start_ns: int | None = None, **attributes: Attribute) -> OpenSpan:
+    """A new trace's root, open until its `end()`; it started at `start_ns` when given."""
+    root = Context()  # a root whatever is current where it is opened
+    opened = _tracer.start_span(name, context=root, start_time=start_ns, attributes=_attributes(attributes))
+    return OpenSpan(opened, set_span_in_context(opened, root))
 
 
 def export_traces(*, endpoint: str, service: str = "avagenc") -> Callable[[], None]:

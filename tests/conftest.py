@@ -21,12 +21,14 @@ import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
 from agents import Model, ScriptedModel
 from app.server import Services, running
 from database import EmbeddedPostgres, apply_migrations
 from settings import Settings
+from tests.fakes.traces import recording
 
 _TEMPLATE = f"avagenc_template_{os.getpid()}"
 _counter = itertools.count()
@@ -167,3 +169,9 @@ async def app(settings: Settings, model: Model | None) -> AsyncIterator[App]:
 @pytest.fixture
 def scripted() -> ScriptedModel:
     return ScriptedModel()
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Every span this test makes, in memory (tests/fakes/traces.py)."""
+    yield from recording()

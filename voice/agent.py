@@ -12,11 +12,16 @@ handoff is heard while the specialist works. A barge-in stops the generation bei
 spoken (`LiveSpeech.stop`) and drops what is left of it; the turn still writes down and
 charges what was generated. A reply that ends with `#end#` is spoken uninterruptibly,
 then the worker is asked to end, which hangs up after the last audio byte.
+
+On a traced call the turn runs inside its voice turn's span (voice.tracing), which came
+on the frame that ended the person's turn, so the chat turn's spans are its children; each
+sentence and the reply's end carry it on to the output, where it is ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -36,6 +41,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
 from voice.prosody import text_type_for
+from voice.tracing import VoiceTurnTrace, turn_of
 
 # The person's words in, what Ava says back out (None: the turn could not run).
 VoiceTurn = Callable[[str], Awaitable[SpokenReply | None]]
@@ -99,8 +105,11 @@ class AvaVoiceAgent(FrameProcessor):
         await super().process_frame(frame, direction)
         if isinstance(frame, LLMContextFrame):
             text = last_user_text(frame)
+            traced = turn_of(frame)
             if text and not self._ending:
-                self.create_task(self._respond(text, self._generation), name="ava-voice-turn")
+                self.create_task(self._respond(text, self._generation, traced), name="ava-voice-turn")
+            elif traced is not None:
+                traced.end()  # nothing to run: the turn is over as it began
             return
         if isinstance(frame, InterruptionFrame):
             self._generation += 1
@@ -108,7 +117,7 @@ class AvaVoiceAgent(FrameProcessor):
                 self._stop.set()  # the generation being spoken stops where it is
         await self.push_frame(frame, direction)
 
-    async def _respond(self, text: str, generation: int) -> None:
+    async def _respond(self, text: str, generation: int, traced: VoiceTurnTrace | None = None) -> None:
         await self.start_ttfb_metrics()
         said: asyncio.Queue[Segment | None] = asyncio.Queue()
         stop = asyncio.Event()
@@ -120,10 +129,12 @@ class AvaVoiceAgent(FrameProcessor):
             else:
                 stop.set()
 
-        speaker = self.create_task(self._speak_as_said(said, generation), name="ava-voice-speaker")
+        speaker = self.create_task(self._speak_as_said(said, generation, traced), name="ava-voice-speaker")
         token = SPEAKING.set(LiveSpeech(say, stop))
         try:
-            reply = await self._turn(text)
+            # The chat turn (a task the call's turn starts) inherits the voice turn's span.
+            with traced.span.inside() if traced is not None else contextlib.nullcontext():
+                reply = await self._turn(text)
         finally:
             SPEAKING.reset(token)
             said.put_nowait(None)
@@ -132,17 +143,19 @@ class AvaVoiceAgent(FrameProcessor):
                 self._stop = None
         if not started:
             await self.stop_ttfb_metrics()
-        if reply is None or self._ending:
+        if reply is None or self._ending or (generation != self._generation and not reply.end_call):
+            # Nothing (more) to say: the turn could not run, a goodbye is under way, or
+            # the person spoke over us meanwhile (the thread has it, the speech is stale).
             if started:
-                await self.push_frame(LLMFullResponseEndFrame())
+                await self.push_frame(_stamped(LLMFullResponseEndFrame(), traced))
+            elif traced is not None:
+                traced.end()
             return
-        if generation != self._generation and not reply.end_call:
-            if started:
-                await self.push_frame(LLMFullResponseEndFrame())
-            return  # the person spoke over us meanwhile: the thread has it, the speech is stale
-        await self.speak(reply, started=started)
+        await self.speak(reply, started=started, traced=traced)
 
-    async def _speak_as_said(self, said: asyncio.Queue[Segment | None], generation: int) -> bool:
+    async def _speak_as_said(
+        self, said: asyncio.Queue[Segment | None], generation: int, traced: VoiceTurnTrace | None
+    ) -> bool:
         """Speaks each sentence as the turn says it; True when anything was spoken."""
         started = False
         while (segment := await said.get()) is not None:
@@ -153,12 +166,13 @@ class AvaVoiceAgent(FrameProcessor):
                 await self.stop_ttfb_metrics()
                 await self.push_frame(LLMFullResponseStartFrame())
             await self.push_frame(caption("assistant", segment.text, segment.emotion))
-            await self.push_frame(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)))
+            await self.push_frame(_stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced))
         return started
 
-    async def speak(self, reply: SpokenReply, *, started: bool = False) -> None:
-        """Speak a reply (the rest of one begun as it was said, when `started`); a goodbye
-        (#end#) cannot be interrupted and ends the call."""
+    async def speak(self, reply: SpokenReply, *, started: bool = False, traced: VoiceTurnTrace | None = None) -> None:
+        """Speak a reply (the rest of one begun as it was said, when `started`; the voice
+        turn `traced`, when it answers one); a goodbye (#end#) cannot be interrupted and
+        ends the call."""
         ending = reply.end_call
         if ending:
             self._ending = True
@@ -167,11 +181,17 @@ class AvaVoiceAgent(FrameProcessor):
         frames: list[Frame] = [] if started else [LLMFullResponseStartFrame()]
         for segment in reply.segments:
             frames.append(caption("assistant", segment.text, segment.emotion))
-            frames.append(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)))
-        frames.append(LLMFullResponseEndFrame())
+            frames.append(_stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced))
+        frames.append(_stamped(LLMFullResponseEndFrame(), traced))
         for frame in frames:
             if ending:
                 frame.interruptible = False
             await self.push_frame(frame)
         if ending:
             await self.push_frame(EndWorkerFrame(reason="agent_ended"))
+
+
+def _stamped(frame: Frame, traced: VoiceTurnTrace | None) -> Frame:
+    """`frame`, marked as the voice turn's when there is one (a sentence is stamped as
+    handed to the TTS now)."""
+    return traced.stamp(frame) if traced is not None else frame

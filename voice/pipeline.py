@@ -40,6 +40,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voice.agent import AvaVoiceAgent
 from voice.captions import AssistantCaptions, UserCaptions
+from voice.tracing import CallTrace
 from voice.turn_end import FinishedWordsStop
 
 
@@ -166,10 +167,18 @@ def build_call(
     before_output: list[FrameProcessor] | None = None,
     language: str = "en",
     narrowband: bool = False,
+    trace: CallTrace | None = None,
 ) -> CallPipeline:
     """Assemble one call's pipeline and the worker that runs it; `narrowband` when the
-    person's audio came at less than 16 kHz (a phone line), whatever rate the pipeline runs at."""
+    person's audio came at less than 16 kHz (a phone line), whatever rate the pipeline runs
+    at; `trace` places the taps that make each turn's voice spans (voice.tracing)."""
     stt, tts = engines.for_language(language)
+    heard: list[FrameProcessor] = []
+    ended: list[FrameProcessor] = []
+    spoken: list[FrameProcessor] = []
+    if trace is not None:
+        hearing, turning, speaking = trace.taps()
+        heard, ended, spoken = [hearing], [turning], [speaking]
     if narrowband and isinstance(stt, BandAware):
         stt.hear_narrowband()
     user_turns = LLMContextAggregatorPair(
@@ -188,12 +197,15 @@ def build_call(
         [
             transport.input(),
             stt,
+            *heard,
             UserCaptions(),
             user_turns.user(),
+            *ended,
             agent,
             tts,
             AssistantCaptions(),
             *extra,
+            *spoken,
             transport.output(),
         ]
     )

@@ -23,6 +23,7 @@ from voice.agent import AvaVoiceAgent
 from voice.calls import ActivityTap, Call, CallClock, ResponseTimer, running, voice_turn
 from voice.pipeline import build_call
 from voice.shared import VoiceDoors
+from voice.tracing import CallTrace
 
 # What Ava says when the server ends a call (a shutdown): short, so it fits the drain.
 _GOODBYES = {"shutdown": "I have to go for a moment. Call me again soon. Bye!"}
@@ -36,6 +37,8 @@ class CallSession:
         self.call = call
         self.agent = AvaVoiceAgent(voice_turn(doors.turns, call, zone=zone), on_end_call=self._agent_ended)
         self.clock = CallClock(call, doors.limits, speak=self.agent.speak, clock=doors.clock)
+        # Each of the call's turns is one trace, from the person's speech to Ava's last audio.
+        self.trace = CallTrace(call_id=call.id, channel=call.channel, person_id=call.person.id)
         call.speak = self.agent.speak
         self._worker: PipelineWorker | None = None
         call.ender = self.end_with_goodbye
@@ -73,6 +76,7 @@ class CallSession:
             # A door's wire rate is the person's audio's too (the speaker's and the phone's
             # one rate both ways); below 16 kHz it lost its upper band on the way.
             narrowband=rate_out < NARROWBAND_BELOW_HZ if narrowband is None else narrowband,
+            trace=self.trace,
         )
         self._worker = built.worker
         return built.worker
@@ -105,6 +109,7 @@ class CallSession:
         await runner.add_workers(self._worker)
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(running(self.clock.run()))
+            stack.callback(self.trace.end_all)  # however the call ends, its turns' spans do
             for watcher in alongside:
                 await stack.enter_async_context(running(watcher))
             await runner.run()

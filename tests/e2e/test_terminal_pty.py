@@ -1,6 +1,7 @@
 """`avagenc chat` in a pseudo-terminal against a real server: the prompt comes up, a line
 gets the group's answer, the up arrow recalls the last line (not `^[[A`), history is kept
-across runs, no library log line appears between chat lines, and Ctrl-D leaves cleanly."""
+across runs, no library log line appears between chat lines, and Ctrl-D leaves cleanly; and
+what another client writes appears as it is written, above the line being typed."""
 
 from __future__ import annotations
 
@@ -99,3 +100,39 @@ async def test_the_terminal_client_edits_recalls_and_leaves_cleanly(app: App, tm
         await second.read_until("turn on the bedroom light")
         second.type("\x03")  # Ctrl-C leaves too
         assert await second.wait() == 0
+
+
+async def test_messages_written_elsewhere_appear_while_a_line_is_half_typed(app: App, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm", "TZ": "Asia/Jakarta"}
+    async with serve_in_process(app.app) as url:
+        terminal = Terminal([sys.executable, "-m", "cli", "chat", "--url", url, "--name", "Budi"], env)
+        await terminal.read_until("you> ")
+        terminal.type("turn on")  # half a line: nobody presses Enter while the other door talks
+        await terminal.read_until("you> turn on")
+
+        # The same person on another client (the web app, say) asks something.
+        elsewhere = await app.sign_in("Budi")
+        posted = await app.say(elsewhere, "hello there")
+        assert posted.status_code == 200
+        replies = [m["text"] for m in posted.json()["messages"] if m["author"] != "human"]
+        assert replies
+        await terminal.read_until("you> hello there")
+        for reply in replies:
+            await terminal.read_until(reply.splitlines()[0])
+        # The half-typed line is drawn again below them, and typing goes on where it was.
+        await terminal.read_until("you> turn on", times=2)
+        tail = terminal.screen[terminal.screen.rindex(replies[-1].splitlines()[0]) :]
+        assert "you> turn on" in tail
+        terminal.type(" the bedroom light\r")
+        await terminal.read_until("Zee> ")
+        await terminal.read_until("you> ", times=terminal.screen.count("you> ") + 1)
+        terminal.type("\x04")
+        assert await terminal.wait() == 0
+
+    screen = terminal.screen
+    # Each message once: the other door's line and its answers, and this terminal's own turn.
+    assert screen.count("you> hello there") == 1, screen
+    assert screen.count("Zee> ") == 1, screen
+    thread = await app.client.get("/v1/messages", params={"limit": 20}, headers=elsewhere)
+    humans = [m["text"] for m in thread.json()["messages"] if m["author"] == "human"]
+    assert humans == ["hello there", "turn on the bedroom light"], "the half-typed line was sent whole"

@@ -1,56 +1,13 @@
 """One spoken-or-typed request is one trace: the turn, its routing, Ava's run, her model
 calls, the tool that hands on to Zee, Zee's run and his tool call, each a child of the one
-before (telemetry/traces.py), recorded by the SDK's in-memory exporter."""
+before (telemetry/traces.py), recorded by the SDK's in-memory exporter (the `spans` fixture)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import cast
-
-import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.conftest import App
-
-
-class _Gated:
-    """Keeps spans only while a test that reads them runs: the provider outlives the test
-    (OpenTelemetry allows one per process), and the tests after it must not fill it."""
-
-    def __init__(self) -> None:
-        self.kept = InMemorySpanExporter()
-        self.on = False
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self.kept.export(spans) if self.on else SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        self.kept.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
-
-
-_EXPORTER = _Gated()
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """The process's tracer provider, installed once, recording for this test only."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(cast(SpanExporter, _EXPORTER)))  # an exporter in all but name
-        trace.set_tracer_provider(provider)
-    _EXPORTER.kept.clear()
-    _EXPORTER.on = True
-    try:
-        yield _EXPORTER.kept
-    finally:
-        _EXPORTER.on = False
-        _EXPORTER.kept.clear()
 
 
 def _parent(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> ReadableSpan | None:

@@ -1,0 +1,128 @@
+"""One spoken request is one trace, as a collector receives it: a real `avagenc serve`
+process exporting to a real OTLP/HTTP receiver (tests/fakes/otlp.py) through
+TRACES_OTLP_ENDPOINT, a speaker call saying "turn on the bedroom light" in espeak-ng's
+voice, and the trace that arrives holding the voice turn with the person's speech, its
+recognition and turn end, the chat turn under it (Ava's run, the handoff, Zee's run and his
+tool call, every model call's charge) and the reply's first audio and sentences
+(docs/operations.md#traces)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+
+import httpx
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from settings import Settings
+from tests.e2e.test_speaker import START, say
+from tests.fakes.otlp import OtlpReceiver, ReceivedSpan, otlp_receiver
+from tests.fakes.servers import serve_subprocess
+from tests.fakes.speech import Heard, listen, wait_for, wait_quiet
+
+
+async def _received(receiver: OtlpReceiver, done: Callable[[list[ReceivedSpan]], bool]) -> list[ReceivedSpan]:
+    """The spans received once `done` holds of them (the exporter sends in batches)."""
+    async with asyncio.timeout(30):
+        while not done(spans := receiver.spans()):
+            await asyncio.sleep(0.1)
+    return spans
+
+
+def _voice_trace(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
+    """The spans of the first voice turn's trace that holds Zee's tool call, charges included."""
+    for root in (s for s in spans if s.name == "voice turn"):
+        in_trace = [s for s in spans if s.trace_id == root.trace_id]
+        names = [s.name for s in in_trace]
+        if "tool send_commands" in names and names.count("charge") >= names.count("model call") > 0:
+            return in_trace
+    return []
+
+
+async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Settings) -> None:
+    assert settings.database_url and settings.session_secret
+    with otlp_receiver() as receiver:
+        env = {
+            "DATABASE_URL": settings.database_url,
+            "SESSION_SECRET": settings.session_secret.get_secret_value(),
+            "AVAGENC_HOME": str(settings.avagenc_home),
+            "TRACES_OTLP_ENDPOINT": receiver.url,
+            # The SDK's batch delay (5 s by default), short so the test need not wait it out.
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
+        }
+        with serve_subprocess(env) as base_url:
+            async with httpx.AsyncClient(timeout=30) as client:
+                signed_in = await client.post(f"{base_url}/v1/auth/local", json={"name": "Budi"})
+                token = signed_in.json()["token"]
+            url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
+            async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=2**20) as ws:
+                await ws.send(json.dumps(START))
+                ready = json.loads(await ws.recv())
+                assert ready["type"] == "ready", ready
+                heard = Heard()
+                listener = asyncio.create_task(listen(ws, heard))
+                await say(ws, "turn on the bedroom light")
+                await wait_for(
+                    heard, lambda h: any("light" in c["text"].lower() for c in h.of("transcript", "assistant"))
+                )
+                await wait_quiet(heard)
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                    await listener
+            spans = await _received(receiver, lambda received: bool(_voice_trace(received)))
+
+    in_trace = _voice_trace(spans)
+    by_id = {s.span_id: s for s in in_trace}
+
+    def parent(span: ReceivedSpan) -> ReceivedSpan | None:
+        return by_id.get(span.parent_id) if span.parent_id is not None else None
+
+    def one(name: str) -> ReceivedSpan:
+        found = [s for s in in_trace if s.name == name]
+        assert len(found) == 1, (name, [s.name for s in in_trace])
+        return found[0]
+
+    assert {s.service for s in in_trace} == {"avagenc"}
+    # The voice turn is the trace's root: the call's, on the speaker door, for this person.
+    root = one("voice turn")
+    assert root.parent_id is None
+    assert root.attributes["avagenc.call"] == ready["call_id"]
+    assert root.attributes["avagenc.channel"] == "voice"
+    assert root.attributes["avagenc.person"] == signed_in.json()["user"]["id"]
+    assert isinstance(root.attributes["avagenc.sentences"], int) and root.attributes["avagenc.sentences"] >= 2
+    assert all(parent(s) is not None for s in in_trace if s is not root), "every other span hangs off the root"
+
+    # The voice pipeline's stages, in the order a person lives them.
+    speech, stt, turn_end, first_audio = one("speech"), one("stt"), one("turn end"), one("first audio")
+    assert {parent(s) for s in (speech, stt, turn_end, first_audio)} == {root}
+    assert root.start_ns <= speech.start_ns < speech.end_ns <= stt.end_ns <= turn_end.end_ns
+    assert speech.end_ns == stt.start_ns == turn_end.start_ns == first_audio.start_ns
+    sentences = [s for s in in_trace if s.name == "tts"]
+    assert sentences and {parent(s) for s in sentences} == {root}
+    assert [s.attributes["avagenc.index"] for s in sorted(sentences, key=lambda s: s.start_ns)] == list(
+        range(1, len(sentences) + 1)
+    )
+    assert first_audio.end_ns == min(s.end_ns for s in sentences)
+    assert turn_end.end_ns <= first_audio.end_ns <= root.end_ns
+
+    # The chat turn under it, as a typed turn's (tests/e2e/test_traces.py).
+    turn = one("turn")
+    assert parent(turn) is root and turn.attributes["avagenc.channel"] == "voice"
+    assert turn_end.end_ns <= turn.start_ns
+    route, ava, zee, command = one("route"), one("run ava"), one("run zee"), one("tool send_commands")
+    assert parent(route) is turn and route.attributes["avagenc.agent"] == "ava"
+    assert parent(ava) is turn
+    handoff = parent(zee)
+    assert handoff is not None and handoff.attributes["avagenc.handoff"] is True and parent(handoff) is ava
+    assert zee.attributes["avagenc.trigger"] == "ava"
+    assert parent(command) is zee
+    calls = [s for s in in_trace if s.name == "model call"]
+    charges = [s for s in in_trace if s.name == "charge"]
+    assert {parent(c) for c in calls} == {ava, zee}
+    assert len(charges) == len(calls) and {parent(c) for c in charges} == {ava, zee}
+    assert not any(s.failed for s in in_trace)
+    # Ids and names only: nothing anyone said is an attribute.
+    assert not any("bedroom" in str(v).lower() for s in in_trace for v in s.attributes.values())
