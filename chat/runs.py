@@ -28,14 +28,22 @@ _RUN_JSON = f"""jsonb_build_object(
                   ELSE jsonb_build_object('type', error_code, 'detail', error_detail) END,
     'started_at', {sql_json_time("started_at")},
     'finished_at', CASE WHEN finished_at IS NULL THEN NULL ELSE {sql_json_time("finished_at")} END)"""
+# The run's start commits durably even on a turn's connection that commits lazily
+# (`Threads.commit_lazily`): its model calls are kept in the outbox, a file outside the
+# database's log, from the moment they return, and a crash of PostgreSQL that lost the
+# run's row would leave calls to charge with no run, so no receipt (docs/money.md#charging).
+# `set_config(..., true)` lasts until this statement's own commit, which then waits for the
+# disk, and with it for everything the turn committed lazily before.
 _START_SQL = f"""
-WITH started AS (
+WITH durable AS (
+    SELECT set_config('synchronous_commit', 'on', true)
+), started AS (
     INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING person_id, {_COLUMNS}
 ), announced AS (
     INSERT INTO events (person_id, type, data) SELECT person_id, 'run.started', {_RUN_JSON} FROM started
 )
-SELECT {_COLUMNS} FROM started
+SELECT {_COLUMNS} FROM started, durable
 """
 # One statement (one round trip, its own transaction): the call's row, and its usage added
 # to the run's. Nothing happens for a run that does not exist, or a call already recorded
