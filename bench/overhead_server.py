@@ -460,7 +460,9 @@ class _Work:
         self, person_id: str, run_id: str, index: int, agent: str, trigger: str
     ) -> None:
         recorded = await self._fetchrow(_RECORD_CALL_SQL, run_id, index, _MODEL, _USAGE)  # Runs.record_call
-        assert recorded is not None and recorded["at"] is not None
+        assert recorded is not None
+        at = recorded["at"]
+        assert at is not None
         price = await self._price()
         # Per-million-token prices in rupiah are micro-rupiah per token.
         cost = (
@@ -473,7 +475,7 @@ class _Work:
             "tokens": _USAGE, "price": dict(price), "cost_micros": cost,
         }  # fmt: skip
         await self._fetchrow(  # PostgresLedger.transact
-            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at[0], [account, "revenue:IDR"],
+            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at, [account, "revenue:IDR"],
             [-cost, cost],
         )  # fmt: skip
         await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost
