@@ -134,15 +134,19 @@ WITH next AS (
 SELECT {_MESSAGE_COLUMNS} FROM written
 """
 _EVENT_SQL = "INSERT INTO bench_events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
+# A run's start commits durably even on the lazily committing lock connection, as
+# Runs.start does (chat.runs: its calls are kept outside the log).
 _START_SQL = f"""
-WITH started AS (
+WITH durable AS (
+    SELECT set_config('synchronous_commit', 'on', true)
+), started AS (
     INSERT INTO bench_runs
         (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
     VALUES ($1, $2, $3, $4, $5, $6, $7, 'text') RETURNING person_id, {_RUN_COLUMNS}
 ), announced AS (
     INSERT INTO bench_events (person_id, type, data) SELECT person_id, 'run.started', to_jsonb(started) FROM started
 )
-SELECT {_RUN_COLUMNS} FROM started
+SELECT {_RUN_COLUMNS} FROM started, durable
 """
 _PAGE_SQL = f"""
 SELECT {_MESSAGE_COLUMNS} FROM bench_messages WHERE person_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
@@ -158,7 +162,7 @@ WITH call AS (
                           FROM jsonb_each_text($4::jsonb) AS u(k, v))
     WHERE id IN (SELECT run_id FROM call)
 )
-SELECT at FROM call
+SELECT (SELECT at FROM call) AS at, EXISTS (SELECT FROM bench_runs WHERE id = $1) AS run_found
 """
 # Every row that can price the model, read once per process (PriceBook keeps them).
 _PRICES_SQL = """
@@ -455,7 +459,9 @@ class _Work:
     async def _charge(  # Wallet.charge_call
         self, person_id: str, run_id: str, index: int, agent: str, trigger: str
     ) -> None:
-        at = await self._fetchrow(_RECORD_CALL_SQL, run_id, index, _MODEL, _USAGE)  # Runs.record_call
+        recorded = await self._fetchrow(_RECORD_CALL_SQL, run_id, index, _MODEL, _USAGE)  # Runs.record_call
+        assert recorded is not None
+        at = recorded["at"]
         assert at is not None
         price = await self._price()
         # Per-million-token prices in rupiah are micro-rupiah per token.
@@ -469,7 +475,7 @@ class _Work:
             "tokens": _USAGE, "price": dict(price), "cost_micros": cost,
         }  # fmt: skip
         await self._fetchrow(  # PostgresLedger.transact
-            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at[0], [account, "revenue:IDR"],
+            _TRANSACT_SQL, "agent_call", f"bench:{run_id}:call:{index}", receipt, at, [account, "revenue:IDR"],
             [-cost, cost],
         )  # fmt: skip
         await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost

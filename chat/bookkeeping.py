@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 # Where the writes run: a connection of their own for as long as the block lasts.
 Apart = Callable[[], AbstractAsyncContextManager[None]]
 Write = Callable[[], Awaitable[object]]
+# Told when a queued write will never run (no connection could be had for it).
+Unwritten = Callable[[], None]
 
 
 class Books:
@@ -41,15 +43,17 @@ class Books:
 
     def __init__(self, apart: Apart | None = None) -> None:
         self._apart = apart or contextlib.nullcontext
-        self._queue: deque[tuple[Write, asyncio.Future[None]]] = deque()
+        self._queue: deque[tuple[Write, asyncio.Future[None], Unwritten | None]] = deque()
         self._waiting: list[asyncio.Future[None]] = []
         self._errors: list[BaseException] = []
         self._writer: asyncio.Task[None] | None = None
 
-    def write(self, work: Write) -> None:
-        """Queue `work`; it runs after everything queued before it."""
+    def write(self, work: Write, *, unwritten: Unwritten | None = None) -> None:
+        """Queue `work`; it runs after everything queued before it. `unwritten` is told if
+        it never runs (its writer found no connection): a model call's charge then goes
+        to the sweep at once (chat.outbox), rather than waiting for the next start."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((work, done))
+        self._queue.append((work, done, unwritten))
         self._waiting.append(done)
         if self._writer is None:
             self._writer = detach(self._write_all(), name="turn-books")
@@ -69,7 +73,7 @@ class Books:
         try:
             async with self._apart():
                 while self._queue:
-                    work, done = self._queue.popleft()
+                    work, done, _ = self._queue.popleft()
                     try:
                         await work()
                     except Exception as exc:
@@ -93,7 +97,9 @@ class Books:
             # whoever waits for it hears so instead of waiting for ever.
             self._writer = None
             while self._queue:
-                _, done = self._queue.popleft()
+                _, done, unwritten = self._queue.popleft()
+                if unwritten is not None:
+                    unwritten()
                 done.set_result(None)
                 self._errors.append(exc)
             if not isinstance(exc, Exception):

@@ -21,7 +21,7 @@ from typing import Any
 from chat.errors import ThreadBusy
 from chat.people import Person, language_learned, normalise_name
 from chat.recent import RecentPage
-from chat.runs import Run, UnchargedCall
+from chat.runs import Run, RunGone, UnchargedCall
 from chat.threads import Message
 
 # The same bound as the PostgreSQL adapter's page queries (`before or 2**62`).
@@ -212,7 +212,9 @@ class MemoryRuns:
         self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
     ) -> datetime | None:
         run = self._runs.get(run_id)
-        if run is None or (run_id, index) in self._calls:
+        if run is None:
+            raise RunGone(f"run {run_id} is not in the store")
+        if (run_id, index) in self._calls:
             return None
         at = at or _now()
         self._calls[(run_id, index)] = _Call(self._owners[run_id], model, dict(usage), at)

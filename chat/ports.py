@@ -93,7 +93,8 @@ class RunStore(Protocol):
         self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
     ) -> datetime | None:
         """Keep one model call's usage (before it is charged), as of `at` (default: now);
-        returns when it was recorded, or None when it was already, or its run is not there."""
+        returns when it was recorded, or None when it was already. Raises
+        `chat.runs.RunGone` when its run is not there."""
         ...
 
     async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:

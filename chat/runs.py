@@ -28,18 +28,27 @@ _RUN_JSON = f"""jsonb_build_object(
                   ELSE jsonb_build_object('type', error_code, 'detail', error_detail) END,
     'started_at', {sql_json_time("started_at")},
     'finished_at', CASE WHEN finished_at IS NULL THEN NULL ELSE {sql_json_time("finished_at")} END)"""
+# The run's start commits durably even on a turn's connection that commits lazily
+# (`Threads.commit_lazily`): its model calls are kept in the outbox, a file outside the
+# database's log, from the moment they return, and a crash of PostgreSQL that lost the
+# run's row would leave calls to charge with no run, so no receipt (docs/money.md#charging).
+# `set_config(..., true)` lasts until this statement's own commit, which then waits for the
+# disk, and with it for everything the turn committed lazily before.
 _START_SQL = f"""
-WITH started AS (
+WITH durable AS (
+    SELECT set_config('synchronous_commit', 'on', true)
+), started AS (
     INSERT INTO runs (id, person_id, agent, trigger, parent_run_id, trigger_message_id, origin_message_id, channel)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING person_id, {_COLUMNS}
 ), announced AS (
     INSERT INTO events (person_id, type, data) SELECT person_id, 'run.started', {_RUN_JSON} FROM started
 )
-SELECT {_COLUMNS} FROM started
+SELECT {_COLUMNS} FROM started, durable
 """
 # One statement (one round trip, its own transaction): the call's row, and its usage added
 # to the run's. Nothing happens for a run that does not exist, or a call already recorded
-# (a charge replayed from the outbox, chat.outbox): no row comes back.
+# (a charge replayed from the outbox, chat.outbox): `at` comes back empty, and `run_found`
+# says which of the two it was.
 _RECORD_CALL_SQL = """
 WITH call AS (
     INSERT INTO run_calls (run_id, idx, person_id, model, usage, at)
@@ -52,7 +61,7 @@ WITH call AS (
                           FROM jsonb_each_text($4::jsonb) AS u(k, v))
     WHERE id IN (SELECT run_id FROM call)
 )
-SELECT at FROM call
+SELECT (SELECT at FROM call) AS at, EXISTS (SELECT FROM runs WHERE id = $1) AS run_found
 """
 _COST_SQL = """
 WITH call AS (
@@ -87,6 +96,11 @@ UPDATE runs SET status = 'failed', error_code = 'abandoned',
     error_detail = 'The server stopped before this run finished.', finished_at = clock_timestamp()
 WHERE person_id = $1 AND status = 'running' RETURNING person_id, {_COLUMNS}
 """
+
+
+class RunGone(LookupError):
+    """A model call's run is not in the database (its person was erased, or a crash lost
+    it): the call has no run to be recorded in, so it is never charged (docs/money.md#charging)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +211,13 @@ class Runs:
         self, run_id: str, *, index: int, model: str, usage: dict[str, int], at: datetime | None = None
     ) -> datetime | None:
         """Keep one model call's usage (before it is charged), as of `at` (default: now);
-        returns when it was recorded, or None when it was already, or its run is not there."""
-        recorded: datetime | None = await self._pool.fetchval(_RECORD_CALL_SQL, run_id, index, model, usage, at)
+        returns when it was recorded, or None when it was already. Raises `RunGone` when
+        its run is not there."""
+        row = await self._pool.fetchrow(_RECORD_CALL_SQL, run_id, index, model, usage, at)
+        assert row is not None
+        if not row["run_found"]:
+            raise RunGone(f"run {run_id} is not in the database")
+        recorded: datetime | None = row["at"]
         return recorded
 
     async def record_cost(self, run_id: str, *, index: int, cost_micros: int) -> None:

@@ -219,7 +219,9 @@ class Threads:
         stream, so the turn's next commit that does wait (its bookkeeping's, on a
         connection of its own, which the turn waits for before it ends) makes every earlier
         one durable too, and a crash before that keeps a prefix of the turn's writes, never
-        a later write without an earlier one. The setting lives on the lock's connection
+        a later write without an earlier one. One write is the exception: a run's start
+        commits durably (chat.runs), since its model calls are kept outside the log (the
+        outbox) and must never outlive their run. The setting lives on the lock's connection
         and is reset when the connection goes back to its pool (asyncpg's RESET ALL)."""
         await self._pool.execute(_LAZY_COMMITS_SQL)
 

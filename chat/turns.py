@@ -192,8 +192,15 @@ class _Recorder:
         self.failed = False
         self.charged = False
 
-    def _write(self, work: Callable[[], Awaitable[object]], *, then: Callable[[], None] | None = None) -> None:
-        """Queue `work` on the turn's books; `then` runs once it is written."""
+    def _write(
+        self,
+        work: Callable[[], Awaitable[object]],
+        *,
+        then: Callable[[], None] | None = None,
+        unwritten: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue `work` on the turn's books; `then` runs once it is written, `unwritten` if
+        it never runs."""
 
         async def tracked() -> None:
             try:
@@ -205,7 +212,7 @@ class _Recorder:
                 if then is not None:
                     then()
 
-        self._turn.books.write(tracked)
+        self._turn.books.write(tracked, unwritten=unwritten)
 
     async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
         run, spent, turn = self._run, usage.as_dict(), self._turn
@@ -240,7 +247,8 @@ class _Recorder:
             with span("charge", within=where, run=run.id, index=index, model=model):
                 return await self._wallet.charge(call, announce=False)
 
-        self._write(charge, then=written)
+        # A charge the books never start (no connection for them) is the sweep's at once.
+        self._write(charge, then=written, unwritten=lambda: self._wallet.outbox.failed(call))
         self.charged = True
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:

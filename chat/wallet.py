@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from chat.detached import run_detached
 from chat.outbox import Outbox, PendingCall
 from chat.ports import EventSink, RunStore
+from chat.runs import RunGone
 from ledger import (
     DayUsage,
     Entry,
@@ -121,10 +122,26 @@ class Wallet:
         call recorded or charged already is not again). The whole sequence runs to the end
         even if the request that started it is gone; a call that could not be charged stays
         in the outbox for the sweep. `announce=False`: the caller announces the balance
-        itself, once for several charges (a turn does, when its last charge is written)."""
+        itself, once for several charges (a turn does, when its last charge is written).
+        A call whose run is not in the database is never charged (0)."""
+        return await self._charge(call, announce=announce) or 0
 
-        async def charge() -> int:
-            await self._runs.record_call(call.run_id, index=call.index, model=call.model, usage=call.usage, at=call.at)
+    async def _charge(self, call: PendingCall, *, announce: bool) -> int | None:
+        """`charge`; None when the call was dropped because its run is gone."""
+
+        async def charge() -> int | None:
+            try:
+                await self._runs.record_call(
+                    call.run_id, index=call.index, model=call.model, usage=call.usage, at=call.at
+                )
+            except RunGone:
+                # No run, no receipt: a charge is written only with its recorded call
+                # (docs/money.md#charging). Its run is gone for good (an erased person, or
+                # a crash that lost it), so keeping the call would only retry it for ever.
+                log.warning(
+                    "model call %d of run %s not charged: its run is not in the database", call.index, call.run_id
+                )
+                return None
             return await self._settle(
                 call.person_id,
                 call.run_id,
@@ -220,14 +237,14 @@ class Wallet:
         process that is gone left in its outbox file; returns how many were charged."""
         settled = 0
         for call in self.outbox.to_retry():
-            await self.charge(call, announce=False)
-            await self.announce(call.person_id)
-            settled += 1
+            if await self._charge(call, announce=False) is not None:
+                await self.announce(call.person_id)
+                settled += 1
         for path, calls in self.outbox.orphans():
             try:
                 for call in calls:
-                    await self.charge(call, announce=False)
-                    settled += 1
+                    if await self._charge(call, announce=False) is not None:
+                        settled += 1
             except BaseException:
                 self.outbox.release(path)
                 raise

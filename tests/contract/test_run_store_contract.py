@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from chat import Run
+from chat.runs import RunGone
 from tests.contract.conftest import Stores
 
 
@@ -35,9 +38,11 @@ async def test_model_calls_add_up_and_each_is_charged_once(stores: Stores) -> No
     at = await stores.runs.record_call(run.id, index=1, model="m-1", usage={"prompt_tokens": 100, "output_tokens": 5})
     await stores.runs.record_call(run.id, index=2, model="m-2", usage={"prompt_tokens": 50, "thinking_tokens": 7})
     assert at is not None and at.tzinfo is not None
-    # Recorded again (a charge replayed from the outbox), or for a run that is not there: nothing.
+    # Recorded again (a charge replayed from the outbox): nothing. For a run that is not
+    # there: nothing, and the caller is told (so it never charges a call without a receipt).
     assert await stores.runs.record_call(run.id, index=1, model="m-1", usage={"prompt_tokens": 100}) is None
-    assert await stores.runs.record_call("run_gone", index=1, model="m-1", usage={"prompt_tokens": 1}) is None
+    with pytest.raises(RunGone):
+        await stores.runs.record_call("run_gone", index=1, model="m-1", usage={"prompt_tokens": 1})
     uncharged = await stores.runs.uncharged_calls()
     assert [(c.run_id, c.index, c.person_id, c.model, c.agent) for c in uncharged] == [
         (run.id, 1, me, "m-1", "ava"),

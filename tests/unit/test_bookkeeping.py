@@ -89,3 +89,22 @@ async def test_writes_that_cannot_get_a_connection_are_reported_not_waited_for_f
     with pytest.raises(OSError, match="refused"):
         await asyncio.wait_for(books.settled(), timeout=5)
     assert ran == []
+
+
+async def test_a_write_that_never_runs_is_told_so_its_charge_goes_to_the_sweep() -> None:
+    @contextlib.asynccontextmanager
+    async def unreachable() -> AsyncIterator[None]:
+        raise OSError("connection refused")
+        yield
+
+    async def work() -> None:
+        raise AssertionError("never runs without a connection")
+
+    told: list[str] = []
+    books = Books(unreachable)
+    books.write(work, unwritten=lambda: told.append("charge"))
+    books.write(work)  # a write nobody asked to hear about
+    books.write(work, unwritten=lambda: told.append("tool"))
+    with pytest.raises(OSError, match="refused"):
+        await asyncio.wait_for(books.settled(), timeout=5)
+    assert told == ["charge", "tool"]

@@ -248,6 +248,41 @@ async def test_a_charge_that_cannot_be_written_fails_its_run_at_the_end_and_the_
     assert len(await w.runs.uncharged_calls()) == 1, "left for the sweep that settles uncharged calls"
 
 
+async def test_a_charge_the_turns_books_never_start_is_charged_by_the_sweep_with_its_receipt() -> None:
+    @contextlib.asynccontextmanager
+    async def unreachable() -> AsyncIterator[None]:
+        raise OSError("connection refused")
+        yield
+
+    w = world(apart=unreachable)
+    me = await w.person()
+    w.model.extend([ModelResponse("Hello!")])
+    with pytest.raises(OSError, match="refused"):
+        await w.turns.post(me, text="hi", channel="text", zone=JAKARTA)
+    assert len(w.wallet.outbox.to_retry()) == 1, "the running server's sweep retries it, not only the next start"
+    assert await w.wallet.settle_outbox() == 1
+    assert w.wallet.outbox.pending == 0
+    assert await w.ledger.balance_micros(user_account(me.id)) == GRANT - CALL_MICROS
+    assert await w.runs.uncharged_calls() == []
+
+
+async def test_a_call_whose_run_is_not_there_is_never_charged_and_leaves_the_outbox() -> None:
+    w = world()
+    me = await w.person()
+    call = w.wallet.called(
+        person_id=me.id,
+        run_id="run_lost",
+        index=1,
+        agent="ava",
+        trigger="human",
+        model="scripted-1",
+        usage={"prompt_tokens": 100, "output_tokens": 10},
+    )
+    assert await w.wallet.charge(call) == 0
+    assert await w.ledger.balance_micros(user_account(me.id)) == GRANT, "no run, no receipt, no charge"
+    assert w.wallet.outbox.pending == 0 and await w.wallet.settle_outbox() == 0
+
+
 # What one scripted call costs at the flat price: 100 prompt tokens at Rp 10,000 and 10
 # output tokens at Rp 42,000 per million.
 CALL_MICROS = 1_420_000
