@@ -741,7 +741,14 @@ class Turns:
             previous_message_at=previous_at,
             facts=await self._facts_of(turn),
         )
-        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
+        system = compose(
+            agent=agent,
+            channel=turn.channel,
+            trigger=trigger,
+            session=session,
+            team=self._toolbox.team(),
+            speaks=speaking is not None,
+        )
         contents = to_contents(
             history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone, rendered=turn.rendered
         )

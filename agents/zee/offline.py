@@ -378,7 +378,15 @@ def home(s: Situation) -> Reply | None:
             FunctionCall(id=f"offline_send_{i}", name="send_commands", args={"device_id": d["id"], "commands": list(c)})
             for i, (d, c, _) in enumerate(chosen.sends, start=1)
         ]
-        return "", calls
+        ahead = ""
+        if s.said_aloud and not any(d.get("category") in RISKY_CATEGORIES for d, _, _ in chosen.sends):
+            # Said aloud on a call: the sentence that will report it done, written beside the
+            # commands, held until they succeed (docs/agents.md#streaming), the same one as after.
+            applied = [(d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown) for d, cmds, shown in chosen.sends]
+            read = [(d, status_of(d), shown) for d, shown in chosen.reads]
+            sandbox = listing.get("account") == "sandbox"
+            ahead = _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox)
+        return ahead, calls
     if len(chosen.reads) < len(devices) and "device_status" in s.tools:
         # Asked about some devices, not the whole home: each one read fresh, as it is now.
         fresh = [r for name, r in s.results if name == "device_status"]
