@@ -177,8 +177,10 @@ async def run_agent(
                 result = await _call_tool(tool, call)
             await observer.tool_called(name=call.name, args=dict(call.args), result=result)
             results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
-        if speech is not None and speech.tools_ran(succeeded=all(_succeeded(r.response) for r in results)):
-            # What the answer claimed beside its tools is proven and was said: it is the reply.
+        # What the answer claimed beside its tools, once they proved it, is said and is the
+        # reply; never after the person spoke over the run (the next call is cut at once).
+        proven = not (stop is not None and stop.is_set()) and all(_succeeded(r.response) for r in results)
+        if speech is not None and speech.tools_ran(succeeded=proven):
             outcome.text = response.text
             return outcome
         if any(r.response.get(ANSWERED) is True for r in results):

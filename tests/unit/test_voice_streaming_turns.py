@@ -297,3 +297,27 @@ async def test_a_confirmation_written_ahead_is_dropped_when_the_command_did_not_
     assert said == ["On it.", "The light didn't answer."]  # the claim was never said
     assert len(w.model.requests) == 3
     assert thread[-1] == ("zee", "The light didn't answer.")
+
+
+async def test_a_confirmation_written_ahead_is_not_said_once_the_person_spoke_over_the_run() -> None:
+    w = zee_world({"account": "sandbox", "ok": True})
+    w.model.extend(
+        [
+            ModelResponse("On it. #neutral#", (direct(),)),
+            ModelResponse("The bedroom light is on.", (SEND,)),
+            ModelResponse(""),  # Zee, asked again after its command: its answer is cut at once
+            ModelResponse(""),  # Ava, after a silent Zee
+        ]
+    )
+    me = await w.person()
+    stop = asyncio.Event()
+    said: list[str] = []
+
+    def say(segment: Segment) -> None:
+        said.append(segment.text)
+        stop.set()  # the person speaks over the acknowledgement
+
+    await w.turns.post(me, text="turn on the bedroom light", channel="voice", zone=JAKARTA, on_say=say, stop=stop)
+    assert said == ["On it."]  # the held confirmation was never said over the person
+    assert await w.thread(me) == [("human", "turn on the bedroom light"), ("ava", "@zee")]
+    assert len(w.model.requests) == 4 and not w.model.replies
