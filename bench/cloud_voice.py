@@ -24,7 +24,12 @@ Modes, alternating turn by turn on the same server and simulator:
 - *today*: every model call waits for the whole answer, nothing is said until Ava's final
   reply, Ava relays the specialist's answer (four calls for a home request);
 - *streaming*: calls stream, each finished sentence is said at once, Ava's acknowledgement
-  comes with her handoff, a lone specialist's answer is said as it is (no relay call).
+  comes with her handoff, a lone specialist's answer is said as it is (no relay call), and
+  a specialist said aloud writes its done sentence beside its command, said once the
+  command succeeds (no model call to write it);
+- *no result ahead*: streaming as it was before that last change (the simulated model
+  writes nothing beside the command, so the specialist is asked once more to say it),
+  the same-run measure of what the change bought.
 
 The floor of a moment is hearing + speech's first audio + every simulated model wait of
 the turn up to that moment: what the vendors alone cost, with nothing of ours.
@@ -76,7 +81,9 @@ SCENARIOS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("turn on the bedroom light and play some jazz", "turn off the bedroom light and stop the music"),
     ),
 )
-MODES = ("today", "streaming")
+MODES = ("today", "no result ahead", "streaming")
+# What a specialist said aloud reads (agents/layers/channel_voice_specialist.txt).
+SAID_ALOUD = "[SAID ON A CALL]"
 
 
 @dataclass
@@ -123,7 +130,8 @@ class TurnRecord:
 
 class Decisions:
     """The simulated Gemini's answers: the offline model's, as the product's instructions
-    ask today (no acknowledgement, no direct answer) or with streaming's."""
+    ask today (no acknowledgement, no direct answer), with streaming's, or with streaming's
+    but nothing written beside a command (`no result ahead`)."""
 
     def __init__(self) -> None:
         self.mode = "today"
@@ -137,6 +145,8 @@ class Decisions:
                 for c in answer.calls
             )
             return Answer(text="", calls=calls, prompt_tokens=answer.prompt_tokens)
+        if self.mode == "no result ahead" and answer.calls and SAID_ALOUD in request.system:
+            return Answer(text="", calls=answer.calls, prompt_tokens=answer.prompt_tokens)
         return answer
 
 
@@ -162,8 +172,8 @@ async def one_turn(
         channel="voice",
         zone=ZONE,
         on_reply=heard,
-        on_say=say if mode == "streaming" else None,
-        stop=stop if mode == "streaming" else None,
+        on_say=say if mode != "today" else None,
+        stop=stop if mode != "today" else None,
     )
     served = [s for s in sim.served[served_before:] if not s.structured]
     record.waits = [w for s in served for w in s.waits]
