@@ -15,7 +15,9 @@ on now", "Done") is held, with every sentence after it (their order stays), unti
 answer ends; said then if the answer called no tool. When it did, the held sentences wait
 for the tools: said as the run's result once every tool reported success (`tools_ran`),
 so no further model call is made just to write them again, dropped otherwise
-(docs/agents.md#streaming).
+(docs/agents.md#streaming). A specialist said aloud is asked to write its done sentence
+beside its command, in words no list of result words can be sure to catch ("Playing some
+jazz for you"), so its Speaking (`whole`) holds every sentence until the answer ends.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def claims_result(sentence: str) -> bool:
 class Speaking:
     """Turns one run's streamed text into said sentences (`say`), one answer at a time."""
 
-    def __init__(self, say: Callable[[Segment], None]) -> None:
+    def __init__(self, say: Callable[[Segment], None], *, whole: bool = False) -> None:
         self._say = say
+        self._whole = whole  # nothing is said before its answer has ended
         self._buffer = ""
         self._held: list[Segment] = []
         # Claims written beside the tool calls of the answer that just ended, waiting for them.
@@ -85,7 +88,7 @@ class Speaking:
 
     def _out(self, sentence: str) -> None:
         for segment in parse_spoken(sentence).segments:
-            if self._held or (not self._tools_ran and claims_result(segment.text)):
+            if self._held or self._whole or (not self._tools_ran and claims_result(segment.text)):
                 self._held.append(segment)
             else:
                 self._speak(segment)

@@ -813,7 +813,13 @@ class Turns:
         )
         turn.started(run)
         recorder = _Recorder(self._runs, self._wallet, turn, run)
-        speaking = Speaking(turn.say) if turn.say is not None and (parent is None or speaks) else None
+        # A specialist said aloud writes its done sentence beside its command: nothing of its
+        # answer is said before that answer has ended (chat.speaking).
+        speaking = (
+            Speaking(turn.say, whole=parent is not None)
+            if turn.say is not None and (parent is None or speaks)
+            else None
+        )
         if speaking is not None and parent is None:
             turn.lead_speaking = speaking
         with span(f"run {agent.name}", run=run.id, agent=agent.name, trigger=trigger) as running:

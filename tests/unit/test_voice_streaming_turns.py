@@ -321,3 +321,22 @@ async def test_a_confirmation_written_ahead_is_not_said_once_the_person_spoke_ov
     assert said == ["On it."]  # the held confirmation was never said over the person
     assert await w.thread(me) == [("human", "turn on the bedroom light"), ("ava", "@zee")]
     assert len(w.model.requests) == 4 and not w.model.replies
+
+
+@pytest.mark.parametrize(("outcome", "heard"), [({"ok": True}, True), ({"error": "No player is open."}, False)])
+async def test_a_specialists_sentence_beside_its_command_waits_for_it_even_in_words_no_list_catches(
+    outcome: dict[str, object], heard: bool
+) -> None:
+    w = zee_world(outcome)
+    w.model.extend(
+        [
+            ModelResponse("On it. #neutral#", (direct(),)),
+            ModelResponse("Turning the bedroom light on for you.", (SEND,)),  # claims_result misses it
+            ModelResponse("Sorry, that didn't work."),
+        ]
+    )
+    said, _, _ = await voice_turn(w, "turn on the bedroom light")
+    if heard:  # said once the command succeeded, and the run ended there
+        assert said == ["On it.", "Turning the bedroom light on for you."] and len(w.model.requests) == 2
+    else:  # never said: the command failed
+        assert said == ["On it.", "Sorry, that didn't work."]
