@@ -48,10 +48,11 @@ class Session:
     facts: Sequence[str] = ()
 
 
-def channel_layer(agent: AgentSpec, channel: Channel) -> str:
-    # Only Ava is heard on a call; specialists always write for the chat.
+def channel_layer(agent: AgentSpec, channel: Channel, *, speaks: bool = False) -> str:
+    # Only Ava is heard on a call; specialists write for the chat, unless Ava asked for a
+    # specialist's answer to be said as it is (`speaks`, docs/agents.md#streaming).
     if agent.role != "lead":
-        return ""
+        return layer_text("channel_voice_specialist") if speaks and channel != "text" else ""
     return layer_text("channel_text" if channel == "text" else "channel_voice")
 
 
@@ -95,12 +96,21 @@ def session_layer(session: Session) -> str:
     )
 
 
-def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Session, team: Team | None = None) -> str:
+def compose(
+    *,
+    agent: AgentSpec,
+    channel: Channel,
+    trigger: Trigger,
+    session: Session,
+    team: Team | None = None,
+    speaks: bool = False,
+) -> str:
     """The full system instruction for one run.
 
     `team` is what every agent can do in this deployment (from the toolbox): the persona
     keeps only the capability lines its tools back, and the lead reads the team layer
-    right after her role, where it stays the same for every run of this deployment."""
+    right after her role, where it stays the same for every run of this deployment.
+    `speaks`: the run is said to the person as it is written (a specialist on a call)."""
     team = team or {}
     tools = {t.name for t in team.get(agent.name, ())}
     role = render_persona(layer_text("role_lead" if agent.role == "lead" else "role_specialist"), tools)
@@ -109,7 +119,7 @@ def compose(*, agent: AgentSpec, channel: Channel, trigger: Trigger, session: Se
         room_layer(current_roster()),
         role,
         team_layer(team) if agent.role == "lead" else "",
-        channel_layer(agent, channel),
+        channel_layer(agent, channel, speaks=speaks),
         trigger_layer(agent, trigger),
         session_layer(session),
     )

@@ -10,6 +10,9 @@ A run that speaks (a call) is given a `Speech`: every model call then streams an
 speech hears the text as it arrives, so the first sentence can be said before the answer
 is over. A `stop` set meanwhile (the person spoke over it) cuts the answer where it is;
 the cut answer, and one that broke part-way, are charged what the provider reported, once.
+A result a speaking run claimed beside its tool calls ("The bedroom light is on.") is held
+until they have run; when every one reported success it is said and it is the run's reply,
+so no model call is made only to write it again (docs/agents.md#streaming).
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ class Speech(Protocol):
 
     def answer_ended(self, *, calls: bool) -> None: ...
 
+    def tools_ran(self, *, succeeded: bool) -> bool:
+        """The tools of the answer that just ended have run (`succeeded`: every one reported
+        success); True when the result written beside them was said, which ends the run."""
+        ...
+
 
 @dataclass(slots=True)
 class RunOutcome:
@@ -76,6 +84,12 @@ class RunOutcome:
     cut: bool = False  # stopped part-way: `text` is what had been said by then
     # A specialist's answer was said to the person as it is, so the lead ended without a reply.
     answered_directly: bool = False
+
+
+def _succeeded(result: dict[str, Any]) -> bool:
+    """A tool result that reports success outright ({"ok": true}); a proposal awaiting the
+    person's yes, an error or a plain reading is not one."""
+    return result.get("ok") is True and "error" not in result
 
 
 def _clip(result: dict[str, Any]) -> dict[str, Any]:
@@ -163,6 +177,12 @@ async def run_agent(
                 result = await _call_tool(tool, call)
             await observer.tool_called(name=call.name, args=dict(call.args), result=result)
             results.append(FunctionResult(call_id=call.id, name=call.name, response=result))
+        # What the answer claimed beside its tools, once they proved it, is said and is the
+        # reply; never after the person spoke over the run (the next call is cut at once).
+        proven = not (stop is not None and stop.is_set()) and all(_succeeded(r.response) for r in results)
+        if speech is not None and speech.tools_ran(succeeded=proven):
+            outcome.text = response.text
+            return outcome
         if any(r.response.get(ANSWERED) is True for r in results):
             # The specialist's answer was said as it is: nothing is left for the lead to say.
             outcome.answered_directly = True

@@ -24,7 +24,12 @@ Modes, alternating turn by turn on the same server and simulator:
 - *today*: every model call waits for the whole answer, nothing is said until Ava's final
   reply, Ava relays the specialist's answer (four calls for a home request);
 - *streaming*: calls stream, each finished sentence is said at once, Ava's acknowledgement
-  comes with her handoff, a lone specialist's answer is said as it is (no relay call).
+  comes with her handoff, a lone specialist's answer is said as it is (no relay call), and
+  a specialist said aloud writes its done sentence beside its command, said once the
+  command succeeds (no model call to write it);
+- *no result ahead*: streaming as it was before that last change (the simulated model
+  writes nothing beside the command, so the specialist is asked once more to say it),
+  the same-run measure of what the change bought.
 
 The floor of a moment is hearing + speech's first audio + every simulated model wait of
 the turn up to that moment: what the vendors alone cost, with nothing of ours.
@@ -76,7 +81,9 @@ SCENARIOS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("turn on the bedroom light and play some jazz", "turn off the bedroom light and stop the music"),
     ),
 )
-MODES = ("today", "streaming")
+MODES = ("today", "no result ahead", "streaming")
+# What a specialist said aloud reads (agents/layers/channel_voice_specialist.txt).
+SAID_ALOUD = "[SAID ON A CALL]"
 
 
 @dataclass
@@ -123,7 +130,8 @@ class TurnRecord:
 
 class Decisions:
     """The simulated Gemini's answers: the offline model's, as the product's instructions
-    ask today (no acknowledgement, no direct answer) or with streaming's."""
+    ask today (no acknowledgement, no direct answer), with streaming's, or with streaming's
+    but nothing written beside a command (`no result ahead`)."""
 
     def __init__(self) -> None:
         self.mode = "today"
@@ -137,6 +145,8 @@ class Decisions:
                 for c in answer.calls
             )
             return Answer(text="", calls=calls, prompt_tokens=answer.prompt_tokens)
+        if self.mode == "no result ahead" and answer.calls and SAID_ALOUD in request.system:
+            return Answer(text="", calls=answer.calls, prompt_tokens=answer.prompt_tokens)
         return answer
 
 
@@ -162,8 +172,8 @@ async def one_turn(
         channel="voice",
         zone=ZONE,
         on_reply=heard,
-        on_say=say if mode == "streaming" else None,
-        stop=stop if mode == "streaming" else None,
+        on_say=say if mode != "today" else None,
+        stop=stop if mode != "today" else None,
     )
     served = [s for s in sim.served[served_before:] if not s.structured]
     record.waits = [w for s in served for w in s.waits]
@@ -186,14 +196,14 @@ def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load
         f"Simulated Gemini 2.5 Flash (bench/cloudsim/latency.py), {len(records)} turns in {elapsed_s:.0f} s; {load}.",
         "Measured at the turn level (see the module docstring): hearing and speech added per turn.",
         "",
-        "| scenario | engines | mode | turns | calls/turn | first audio p50 / p95 | floor p50 "
-        "| confirming p50 / p95 | floor p50 | first audio vs today |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | engines | mode | turns | calls/turn | first audio p50 / p95 | floor p50 | ours p50 "
+        "| confirming p50 / p95 | floor p50 | ours p50 | first audio vs today | confirming vs today |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ok = True
     for scenario, _ in SCENARIOS:
         for engines in ("offline", "all simulated"):
-            today_p50 = float("nan")
+            today_p50 = today_confirm_p50 = float("nan")
             for mode in MODES:
                 of = [r for r in records if r.scenario == scenario and r.mode == mode]
                 times = []
@@ -212,15 +222,20 @@ def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load
                 confirm = quantiles([t[1] for t in times])
                 floor_first = statistics.median(t[2] for t in times)
                 floor_confirm = statistics.median(t[3] for t in times)
+                # Ours: what the product itself added on top of the vendors' waits, turn by turn.
+                ours_first = statistics.median(t[0] - t[2] for t in times)
+                ours_confirm = statistics.median(t[1] - t[3] for t in times)
                 calls = statistics.mean(r.model_calls for r in of)
                 if mode == "today":
-                    today_p50 = first[0]
+                    today_p50, today_confirm_p50 = first[0], confirm[0]
                 versus = "1.00x" if mode == "today" else f"{first[0] / today_p50:.2f}x"
+                versus_confirm = "1.00x" if mode == "today" else f"{confirm[0] / today_confirm_p50:.2f}x"
                 lines.append(
                     f"| {scenario} | {engines} | {mode} | {len(times)} | {calls:.1f} "
                     f"| {first[0] * 1000:.0f} / {first[1] * 1000:.0f} ms | {floor_first * 1000:.0f} ms "
+                    f"| {ours_first * 1000:.0f} ms "
                     f"| {confirm[0] * 1000:.0f} / {confirm[1] * 1000:.0f} ms "
-                    f"| {floor_confirm * 1000:.0f} ms | {versus} |"
+                    f"| {floor_confirm * 1000:.0f} ms | {ours_confirm * 1000:.0f} ms | {versus} | {versus_confirm} |"
                 )
     unanswered = sum(not r.answered for r in records)
     lines += ["", f"Turns with nothing said: {unanswered}."]

@@ -12,7 +12,12 @@ answer ends. Said sentences never come back in the final reply.
 Text written beside a tool call is said before the tool has run, so it must never claim
 the result: until a tool of the run has run, a sentence that sounds like a result ("It's
 on now", "Done") is held, with every sentence after it (their order stays), until the
-answer ends; it is dropped when the answer turned out to call a tool, said otherwise.
+answer ends; said then if the answer called no tool. When it did, the held sentences wait
+for the tools: said as the run's result once every tool reported success (`tools_ran`),
+so no further model call is made just to write them again, dropped otherwise
+(docs/agents.md#streaming). A specialist said aloud is asked to write its done sentence
+beside its command, in words no list of result words can be sure to catch ("Playing some
+jazz for you"), so its Speaking (`whole`) holds every sentence until the answer ends.
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ def claims_result(sentence: str) -> bool:
 class Speaking:
     """Turns one run's streamed text into said sentences (`say`), one answer at a time."""
 
-    def __init__(self, say: Callable[[Segment], None]) -> None:
+    def __init__(self, say: Callable[[Segment], None], *, whole: bool = False) -> None:
         self._say = say
+        self._whole = whole  # nothing is said before its answer has ended
         self._buffer = ""
         self._held: list[Segment] = []
+        # Claims written beside the tool calls of the answer that just ended, waiting for them.
+        self._claims: list[Segment] = []
         self._tools_ran = False
         self.said: list[Segment] = []
 
@@ -62,13 +70,25 @@ class Speaking:
         held, self._held = self._held, []
         if calls:
             self._tools_ran = True  # its tools run next: later answers may report them
+            self._claims = held
         else:  # the answer was final: what it reported stands
             for segment in held:
                 self._speak(segment)
 
+    def tools_ran(self, *, succeeded: bool) -> bool:
+        """The tools of the answer that just ended have run: when every one succeeded, the
+        result it claimed beside them is said (True: the run's answer is complete); when
+        one did not, or nothing was claimed, the claim is dropped and the model goes on."""
+        claims, self._claims = self._claims, []
+        if not succeeded or not claims:
+            return False
+        for segment in claims:
+            self._speak(segment)
+        return True
+
     def _out(self, sentence: str) -> None:
         for segment in parse_spoken(sentence).segments:
-            if self._held or (not self._tools_ran and claims_result(segment.text)):
+            if self._held or self._whole or (not self._tools_ran and claims_result(segment.text)):
                 self._held.append(segment)
             else:
                 self._speak(segment)

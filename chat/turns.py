@@ -749,7 +749,14 @@ class Turns:
             previous_message_at=previous_at,
             facts=await self._facts_of(turn),
         )
-        system = compose(agent=agent, channel=turn.channel, trigger=trigger, session=session, team=self._toolbox.team())
+        system = compose(
+            agent=agent,
+            channel=turn.channel,
+            trigger=trigger,
+            session=session,
+            team=self._toolbox.team(),
+            speaks=speaking is not None,
+        )
         contents = to_contents(
             history, agent_name=agent.name, person_name=turn.person.name, time_zone=turn.zone, rendered=turn.rendered
         )
@@ -814,7 +821,13 @@ class Turns:
         )
         turn.started(run)
         recorder = _Recorder(self._runs, self._wallet, turn, run)
-        speaking = Speaking(turn.say) if turn.say is not None and (parent is None or speaks) else None
+        # A specialist said aloud writes its done sentence beside its command: nothing of its
+        # answer is said before that answer has ended (chat.speaking).
+        speaking = (
+            Speaking(turn.say, whole=parent is not None)
+            if turn.say is not None and (parent is None or speaks)
+            else None
+        )
         if speaking is not None and parent is None:
             turn.lead_speaking = speaking
         with span(f"run {agent.name}", run=run.id, agent=agent.name, trigger=trigger) as running:

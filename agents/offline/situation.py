@@ -50,6 +50,8 @@ class Situation:
     # The person's local clock as the session layer states it: ("2026-11-30", "09:00", "Monday").
     clock: tuple[str, str, str] | None = None
     local_now: datetime | None = None  # the same clock, aware, in the person's zone
+    # A specialist's answer said aloud as it is written (its `channel_voice_specialist` layer).
+    said_aloud: bool = False
     # The lines a run acts on, worked out on first use: the skills ask for the request
     # many times per call, over a history of up to 200 lines. Not an init field, so a
     # situation `replace`d with other lines works them out again.
@@ -124,6 +126,7 @@ def read_situation(request: ModelRequest) -> Situation:
         agent=agent if agent in AGENTS else "ava",
         lead="[ROLE: LEAD]" in system,
         voice="[CHANNEL: VOICE]" in system,
+        said_aloud="[SAID ON A CALL]" in system,
         trigger=trigger_match.group(1).lower() if trigger_match else "human",
         lines=tuple(lines),
         results=tuple(results),

@@ -363,22 +363,20 @@ def home(s: Situation) -> Reply | None:
             return in_language(lang, f"I couldn't change that: {reason}", f"Maaf, gagal aku ubah: {reason}"), []
         # A lock's command is only proposed (docs/agents.md#risky-actions): said as a question, done after a yes.
         waiting = {str(r["proposal"]["device_id"]) for r in sent if r.get("status") == "awaiting_confirmation"}
-        applied = [
-            (d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown)
-            for d, cmds, shown in chosen.sends
-            if d["id"] not in waiting
-        ]
-        read = [(d, status_of(d), shown) for d, shown in chosen.reads]
-        sandbox = listing.get("account") == "sandbox"
         asked = [_proposal(lang, d, cmds) for d, cmds, _ in chosen.sends if d["id"] in waiting]
-        said = _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox) if applied else ""
+        said = _done(lang, chosen, listing, waiting)
         return " ".join(p for p in (said, *asked) if p), []
     if chosen.sends:
         calls = [
             FunctionCall(id=f"offline_send_{i}", name="send_commands", args={"device_id": d["id"], "commands": list(c)})
             for i, (d, c, _) in enumerate(chosen.sends, start=1)
         ]
-        return "", calls
+        ahead = ""
+        if s.said_aloud and not any(d.get("category") in RISKY_CATEGORIES for d, _, _ in chosen.sends):
+            # Said aloud on a call: the sentence that will report it done, written beside the
+            # commands, held until they succeed (docs/agents.md#streaming), the same one as after.
+            ahead = _done(lang, chosen, listing, set())
+        return ahead, calls
     if len(chosen.reads) < len(devices) and "device_status" in s.tools:
         # Asked about some devices, not the whole home: each one read fresh, as it is now.
         fresh = [r for name, r in s.results if name == "device_status"]
@@ -394,6 +392,21 @@ def home(s: Situation) -> Reply | None:
         return _sentence(lang, _state_pairs(lang, now), done=False), []
     read = [(d, status_of(d), shown) for d, shown in chosen.reads]
     return _sentence(lang, _state_pairs(lang, read), done=False), []
+
+
+def _done(lang: Lang, chosen: Plan, listing: dict[str, Any], waiting: set[str]) -> str:
+    """The sentence that reports the chosen commands done ("" when all of them await a yes),
+    with the devices read beside them as they are."""
+    applied = [
+        (d, status_of(d) | {c["code"]: c["value"] for c in cmds}, shown)
+        for d, cmds, shown in chosen.sends
+        if d["id"] not in waiting
+    ]
+    if not applied:
+        return ""
+    read = [(d, status_of(d), shown) for d, shown in chosen.reads]
+    sandbox = listing.get("account") == "sandbox"
+    return _sentence(lang, _state_pairs(lang, applied + read), done=True, sandbox=sandbox)
 
 
 def _upper(text: str) -> str:

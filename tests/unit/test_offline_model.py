@@ -23,6 +23,7 @@ def request(
     channel: Channel = "text",
     trigger: Trigger = "human",
     results: list[FunctionResult] | None = None,
+    speaks: bool = False,
 ) -> ModelRequest:
     system = compose(
         agent=AGENTS[agent],
@@ -30,6 +31,7 @@ def request(
         trigger=trigger,
         session=Session(now=NOW, time_zone=ZoneInfo("UTC")),
         team=TEAM,
+        speaks=speaks,
     )
     contents = [Content(role="model" if f"{agent.title()}]" in line else "user", text=line) for line in lines]
     if results:
@@ -104,6 +106,10 @@ async def test_zee_lists_then_switches_then_confirms() -> None:
     sent = [*listed, FunctionResult("c2", "send_commands", {"ok": True})]
     text, calls = await answer(request("zee", lines, trigger="ava", results=sent))
     assert text == "Done: the bedroom light is on." and calls == []
+
+    # Said aloud on a call: the same sentence, written beside the command (held until it succeeds).
+    aloud = request("zee", lines, channel="voice", trigger="ava", results=listed, speaks=True)
+    assert await answer(aloud) == ("Done: the bedroom light is on.", ["send_commands"])
 
 
 async def test_zee_stays_silent_when_it_already_answered_the_request() -> None:

@@ -196,3 +196,147 @@ async def test_a_primed_tool_runs_before_the_first_model_call_of_a_speaking_run(
     zee_first = w.model.requests[1].contents
     # Zee's first call already holds the device list, as if it had asked for it.
     assert zee_first[-2].calls[0].name == "list_devices" and zee_first[-1].results[0].response["devices"]
+
+
+def test_a_result_written_beside_a_command_is_said_only_once_the_command_succeeded() -> None:
+    said: list[Segment] = []
+    speaking = Speaking(said.append)
+    speaking.text("Done: the bedroom light is on. ")
+    speaking.answer_ended(calls=True)
+    assert said == []  # the command has not run yet
+    assert speaking.tools_ran(succeeded=True) is True
+    assert [s.text for s in said] == ["Done: the bedroom light is on."]
+
+    failed = Speaking(said.append)
+    failed.text("Done: the bedroom light is on.")
+    failed.answer_ended(calls=True)
+    assert failed.tools_ran(succeeded=False) is False  # dropped: the model answers from the error
+    failed.text("I couldn't reach the light.")
+    failed.answer_ended(calls=False)
+    assert [s.text for s in said][1:] == ["I couldn't reach the light."]
+    assert Speaking(said.append).tools_ran(succeeded=True) is False  # nothing claimed: the model goes on
+
+
+def zee_world(outcome: dict[str, object]) -> World:
+    """Ava's handoffs and a Zee whose `send_commands` answers `outcome`."""
+    from agents import RunContext, Tool, Toolbox, ToolSpec, handoff_tools
+
+    async def send_commands(_args: dict[str, object]) -> dict[str, object]:
+        return outcome
+
+    box = Toolbox()
+
+    def handoffs(context: RunContext) -> list[Tool]:
+        assert context.delegate is not None
+        return handoff_tools(context.delegate)
+
+    box.register("ava", handoffs)
+    box.register("zee", lambda _c: [Tool(ToolSpec("send_commands", "Send.", {"type": "object"}), send_commands)])
+    w = world()
+    w.turns = Turns(
+        threads=w.threads,
+        runs=w.runs,
+        wallet=w.wallet,
+        model=w.model,
+        model_name=lambda _agent: "scripted-1",
+        toolbox=box,
+        history_tokens_max=12_000,
+        thread_wait_s=5,
+    )
+    return w
+
+
+SEND = FunctionCall("c-send", "send_commands", {"device_id": "sbx-light-bedroom", "commands": []})
+
+
+async def test_a_confirmation_written_with_the_command_ends_the_speaking_run_once_it_succeeded() -> None:
+    w = zee_world({"account": "sandbox", "ok": True})
+    w.model.extend([ModelResponse("On it. #neutral#", (direct(),)), ModelResponse("The bedroom light is on.", (SEND,))])
+    said, reply, thread = await voice_turn(w, "turn on the bedroom light")
+    assert said == ["On it.", "The bedroom light is on."]
+    assert reply is not None and reply.segments == ()
+    assert len(w.model.requests) == 2  # Ava's handoff and Zee's command: no call to write the result again
+    assert "[SAID ON A CALL]" in w.model.requests[1].system  # Zee knows its answer is said aloud
+
+    # The same request by text: Zee's command, then its answer, then Ava silent. Same thread.
+    text = zee_world({"account": "sandbox", "ok": True})
+    text.model.extend(
+        [
+            ModelResponse("", (direct(),)),
+            ModelResponse("", (SEND,)),
+            ModelResponse("The bedroom light is on."),
+            ModelResponse(""),
+        ]
+    )
+    me = await text.person()
+    await text.turns.post(me, text="turn on the bedroom light", channel="text", zone=JAKARTA)
+    assert "[SAID ON A CALL]" not in text.model.requests[1].system
+    assert (
+        thread
+        == await text.thread(me)
+        == [("human", "turn on the bedroom light"), ("ava", "@zee"), ("zee", "The bedroom light is on.")]
+    )
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [{"error": "The device is offline."}, {"status": "awaiting_confirmation", "action_id": "a-1"}],
+)
+async def test_a_confirmation_written_ahead_is_dropped_when_the_command_did_not_succeed(
+    outcome: dict[str, object],
+) -> None:
+    w = zee_world(outcome)
+    w.model.extend(
+        [
+            ModelResponse("On it. #neutral#", (direct(),)),
+            ModelResponse("The bedroom light is on.", (SEND,)),
+            ModelResponse("The light didn't answer."),
+        ]
+    )
+    said, _, thread = await voice_turn(w, "turn on the bedroom light")
+    assert said == ["On it.", "The light didn't answer."]  # the claim was never said
+    assert len(w.model.requests) == 3
+    assert thread[-1] == ("zee", "The light didn't answer.")
+
+
+async def test_a_confirmation_written_ahead_is_not_said_once_the_person_spoke_over_the_run() -> None:
+    w = zee_world({"account": "sandbox", "ok": True})
+    w.model.extend(
+        [
+            ModelResponse("On it. #neutral#", (direct(),)),
+            ModelResponse("The bedroom light is on.", (SEND,)),
+            ModelResponse(""),  # Zee, asked again after its command: its answer is cut at once
+            ModelResponse(""),  # Ava, after a silent Zee
+        ]
+    )
+    me = await w.person()
+    stop = asyncio.Event()
+    said: list[str] = []
+
+    def say(segment: Segment) -> None:
+        said.append(segment.text)
+        stop.set()  # the person speaks over the acknowledgement
+
+    await w.turns.post(me, text="turn on the bedroom light", channel="voice", zone=JAKARTA, on_say=say, stop=stop)
+    assert said == ["On it."]  # the held confirmation was never said over the person
+    assert await w.thread(me) == [("human", "turn on the bedroom light"), ("ava", "@zee")]
+    assert len(w.model.requests) == 4 and not w.model.replies
+
+
+@pytest.mark.parametrize(("outcome", "heard"), [({"ok": True}, True), ({"error": "No player is open."}, False)])
+async def test_a_specialists_sentence_beside_its_command_waits_for_it_even_in_words_no_list_catches(
+    outcome: dict[str, object], heard: bool
+) -> None:
+    w = zee_world(outcome)
+    w.model.extend(
+        [
+            ModelResponse("On it. #neutral#", (direct(),)),
+            ModelResponse("Turning the bedroom light on for you.", (SEND,)),  # claims_result misses it
+            ModelResponse("Sorry, that didn't work."),
+        ]
+    )
+    said, _, _ = await voice_turn(w, "turn on the bedroom light")
+    if heard:  # said once the command succeeded, and the run ended there
+        assert said == ["On it.", "Turning the bedroom light on for you."] and len(w.model.requests) == 2
+    else:  # never said: the command failed
+        assert said == ["On it.", "Sorry, that didn't work."]
