@@ -232,9 +232,16 @@ class MemoryRuns:
         run = self._runs[run_id]
         self._runs[run_id] = replace(run, cost_micros=run.cost_micros + cost_micros)
 
-    async def uncharged_calls(self, *, limit: int = 1000) -> list[UnchargedCall]:
+    async def uncharged_calls(
+        self, *, limit: int = 1000, returned_before: datetime | None = None
+    ) -> list[UnchargedCall]:
         waiting = sorted(
-            ((key, call) for key, call in self._calls.items() if call.cost_micros is None), key=lambda kc: kc[1].at
+            (
+                (key, call)
+                for key, call in self._calls.items()
+                if call.cost_micros is None and (returned_before is None or call.at < returned_before)
+            ),
+            key=lambda kc: kc[1].at,
         )
         return [
             UnchargedCall(

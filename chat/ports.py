@@ -101,7 +101,12 @@ class RunStore(Protocol):
         """Mark a call charged and add its cost to the run (once, however often called)."""
         ...
 
-    async def uncharged_calls(self, *, limit: int = 1000) -> list[UnchargedCall]: ...
+    async def uncharged_calls(
+        self, *, limit: int = 1000, returned_before: datetime | None = None
+    ) -> list[UnchargedCall]:
+        """Calls recorded and not charged, oldest first; only those that returned before
+        `returned_before` when it is given."""
+        ...
 
     async def record_tool(self, run_id: str, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None: ...
 

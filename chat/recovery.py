@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -41,6 +42,9 @@ from chat.wallet import Wallet
 
 log = logging.getLogger("avagenc")
 
+# A call recorded within this is left to the turn charging it (its books write the charge
+# milliseconds after the record); an older one was left by an outage or a crash.
+IN_FLIGHT_S = 10.0
 # A message younger than this is left to the turn that wrote it (it holds the thread until
 # its run has started, so the sweep would only wait for it).
 _UNANSWERED_AGE_S = 2.0
@@ -118,7 +122,11 @@ class Sweeper:
         and done before the server serves)."""
         charged = await self._wallet.settle_outbox()
         abandoned = await fail_abandoned_runs(self._threads, self._runs, self._pool)
-        charged += await self._wallet.settle_uncharged()
+        # A call recorded a moment ago is most likely being charged by its own turn right
+        # now: charging it here too would be harmless (one ref, one charge) but would be
+        # reported as a leftover that never was.
+        recent = datetime.now(UTC) - timedelta(seconds=IN_FLIGHT_S)
+        charged += await self._wallet.settle_uncharged(returned_before=recent)
         return Swept(abandoned=abandoned, charged=charged)
 
     async def sweep(self) -> Swept:

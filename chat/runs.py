@@ -72,7 +72,7 @@ UPDATE runs SET cost_micros = cost_micros + $3 WHERE id IN (SELECT run_id FROM c
 _UNCHARGED_SQL = """
 SELECT c.run_id, c.idx, c.person_id, c.model, c.usage, c.at, r.agent, r.trigger
 FROM run_calls c JOIN runs r ON r.id = c.run_id
-WHERE c.cost_micros IS NULL ORDER BY c.at LIMIT $1
+WHERE c.cost_micros IS NULL AND ($2::timestamptz IS NULL OR c.at < $2) ORDER BY c.at LIMIT $1
 """
 _TOOL_SQL = """
 WITH bump AS (UPDATE runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
@@ -224,8 +224,10 @@ class Runs:
         """Mark a call charged and add its cost to the run (once, however often called)."""
         await self._pool.execute(_COST_SQL, run_id, index, cost_micros)
 
-    async def uncharged_calls(self, *, limit: int = 1000) -> list[UnchargedCall]:
-        rows = await self._pool.fetch(_UNCHARGED_SQL, limit)
+    async def uncharged_calls(
+        self, *, limit: int = 1000, returned_before: datetime | None = None
+    ) -> list[UnchargedCall]:
+        rows = await self._pool.fetch(_UNCHARGED_SQL, limit, returned_before)
         return [
             UnchargedCall(
                 r["run_id"], r["idx"], r["person_id"], r["agent"], r["trigger"], r["model"], dict(r["usage"]), r["at"]

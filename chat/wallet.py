@@ -254,10 +254,12 @@ class Wallet:
         self.outbox.compact()
         return settled
 
-    async def settle_uncharged(self) -> int:
-        """Charge calls recorded but never charged (a crash between the two). Idempotent."""
+    async def settle_uncharged(self, *, returned_before: datetime | None = None) -> int:
+        """Charge calls recorded but never charged (a crash between the two). Idempotent.
+        `returned_before`: leave the calls that returned since, whose charge may still be
+        on its way (a running turn's books write it a moment after its record)."""
         settled = 0
-        for call in await self._runs.uncharged_calls():
+        for call in await self._runs.uncharged_calls(returned_before=returned_before):
             await self._settle(
                 call.person_id, call.run_id, call.index, call.agent, call.trigger, call.model, call.usage, call.at
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from chat import Run
@@ -43,6 +45,9 @@ async def test_model_calls_add_up_and_each_is_charged_once(stores: Stores) -> No
     assert await stores.runs.record_call(run.id, index=1, model="m-1", usage={"prompt_tokens": 100}) is None
     with pytest.raises(RunGone):
         await stores.runs.record_call("run_gone", index=1, model="m-1", usage={"prompt_tokens": 1})
+    # The sweep leaves a call that returned a moment ago to the turn charging it.
+    assert await stores.runs.uncharged_calls(returned_before=at) == []
+    assert [c.index for c in await stores.runs.uncharged_calls(returned_before=at + timedelta(microseconds=1))] == [1]
     uncharged = await stores.runs.uncharged_calls()
     assert [(c.run_id, c.index, c.person_id, c.model, c.agent) for c in uncharged] == [
         (run.id, 1, me, "m-1", "ava"),
