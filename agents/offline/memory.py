@@ -16,7 +16,7 @@ from agents.knowledge.port import KnowledgeMessage
 from agents.knowledge.rules import read_claims
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
-from agents.offline.words import Lang, has_any, intent_of
+from agents.offline.words import Lang, has_any, intent_of, topics_of
 from agents.roster import current_roster
 
 _RECALL = "recall"
@@ -104,7 +104,7 @@ def _pick(lang: Lang, en: str, id_: str) -> str:
 
 def _query(request: str) -> str | None:
     """What to look up for a question about the person; None when it is not one."""
-    if has_any(request, _EAT):
+    if has_any(request, _EAT) and not topics_of(request):  # "email Sari and say thanks for dinner" is mail
         return "favourite food"
     if has_any(request, _ABOUT_ME):
         return ""

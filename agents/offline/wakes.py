@@ -140,6 +140,9 @@ def _has_time(request: str) -> bool:
 _DAY = re.compile(r"\b(?:tomorrow|today|tonight|this (?:morning|afternoon|evening)|besok|hari ini|nanti malam)\b", re.I)
 
 
+_COURTESY_END = re.compile(r"(?:[\s,]+(?:ya|yah|yaa|dong|deh|ok|okay|oke|please|pls|plz|thanks|makasih|thx))+$", re.I)
+
+
 def _task(request: str, lang: Lang) -> str:
     """What to be reminded of, in the person's words (pronouns turned to "you")."""
     # The day is said with the time ("at 07:00 tomorrow"), never inside the task.
@@ -147,6 +150,8 @@ def _task(request: str, lang: Lang) -> str:
     match = (_TASK_ID if lang == "id" else _TASK_EN).search(text) or _TASK_EN.search(text) or _TASK_ID.search(text)
     task = " ".join((match.group(1) if match else text).split()).strip(" .!,;")
     task = re.sub(r"^(?:to|untuk|buat)\s+", "", task, flags=re.IGNORECASE)
+    # Politeness at the end is said to Ava, not part of the task ("... jam 8 malam ya", "..., please").
+    task = _COURTESY_END.sub("", task).strip(" .!,;")
     if lang == "en":
         task = " ".join(_PRONOUNS.get(w.lower(), w) for w in task.split())
     return task

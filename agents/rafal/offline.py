@@ -32,13 +32,30 @@ def claims(clause: str) -> bool:
 
 _SEND = re.compile(
     r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+(?:to\s+)?"
-    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",
+    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them)|and say|and tell (?:him|her|them)|"
+    r"and let (?:him|her|them) know)\s*:?\s+(?:that\s+)?(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
 )
 _SEND_ID = re.compile(
     r"\b(?:kirim|kirimin|kirimkan)\s+(?:email|e-mail|surel|pesan)\s+(?:ke|kepada|buat)\s+"
     r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:bilang|bahwa|isinya|kalau)\s*:?\s+(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
+)
+# A message for someone, said as to a person: "tell Budi I'm running late", "let Sari know
+# I'll be there at 7", "bilangin Budi aku telat". Sent as an email, after the person's yes.
+_TELL = re.compile(
+    r"^(?:(?:can|could|would) you\s+|please\s+|pls\s+)?(?:tell|let|inform|message|ping)\s+(?P<who>[A-Za-z][\w-]*)\s+"
+    r"(?:know\s+)?(?:that\s+)?(?P<what>.{3,})",
+    re.IGNORECASE | re.DOTALL,
+)
+_TELL_ID = re.compile(
+    r"^(?:tolong\s+)?(?:bilangin|bilangin ke|bilang ke|kasih tau|kasih tahu|kabarin)\s+(?P<who>[A-Za-z][\w-]*)\s+"
+    r"(?:kalau|kalo|bahwa|bilang)?\s*(?P<what>.{3,})",
+    re.IGNORECASE | re.DOTALL,
+)
+# Never someone to write to: "tell me a joke", "let me know", "tell Zee to turn it off".
+_NOT_TOLD = frozenset(
+    "me us him her them it everyone ava zee yori rafal you aku saya gue kamu dia what who when where how".split()
 )
 _ADD = re.compile(r"\b(?:add|schedule|put|tambah|tambahin|tambahkan|jadwalkan|catat)\b\s+(?P<what>.+)", re.IGNORECASE)
 _WHEN_SPLIT = re.compile(r"\s+(?:on|at|this|next|tomorrow|today|pada|hari|jam|pukul|besok|nanti)\b.*$", re.IGNORECASE)
@@ -54,6 +71,24 @@ _CALENDAR_WORDS = (
     "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
     "jadwalku", "agendaku", "meeting",
 )  # fmt: skip
+# The calendar asked about without naming it: "what's on my plate today", "am I free on
+# Wednesday?", "besok aku ada acara apa aja".
+_DAY_ASKED = re.compile(
+    r"\b(?:on my plate|what do i have|what have i got|what've i got|what(?:'s| is) my day|how(?:'s| is) my day|"
+    r"am i (?:free|busy)|do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
+    r"planned)|my day look|ada acara|acara apa|sibuk (?:gak|nggak|ga|ngga|enggak)|aku ada apa|ada apa aja)\b",
+    re.IGNORECASE,
+)
+# Mail from someone asked about without saying "email": "did Sari write back?", "got
+# anything from Budi?", "udah ada kabar dari Sari?".
+_HEARD_FROM = re.compile(
+    r"\b(?:did|has|have)\s+(?P<who>[A-Za-z][\w-]+)\s+(?:write|wrote|written|reply|replied|answer(?:ed)?|"
+    r"respond(?:ed)?|get|got|gotten|email(?:ed)?|mail(?:ed)?)\b(?:\s+(?:back|me|to me))?"
+    r"|\b(?:anything|any word|any news|any mail|any message|news|word|heard|hear|kabar|balasan|apa-apa)\s+"
+    r"(?:back\s+)?(?:from|dari)\s+(?P<who2>[A-Za-z][\w-]+)"
+    r"|\b(?P<who3>[A-Za-z][\w-]+)\s+(?:udah|sudah|dah)\s+(?:bales|balas|bales email|balas email|ngebales)\b",
+    re.IGNORECASE,
+)
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
     "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
@@ -301,6 +336,15 @@ _NOT_A_NAME = frozenset(
 )
 
 
+def _heard_from(request: str) -> str | None:
+    """The person asked about in "did Sari write back?", "anything from Budi?", or None."""
+    match = _HEARD_FROM.search(request)
+    if match is None:
+        return None
+    who = match.group("who") or match.group("who2") or match.group("who3")
+    return None if who.lower() in _PRONOUNS | _NOT_A_NAME | {"you", "i", "we", "the", "ava", "he", "she"} else who
+
+
 def _reads_one(request: str) -> bool:
     return has_any(request, _READ_VERBS) and (has_any(request, _ONE) or bool(_FROM.search(request)))
 
@@ -325,11 +369,11 @@ def _address_of(sender: str) -> str:
     return found.group(0) if found else sender
 
 
-def _read_one(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+def _read_one(s: Situation, lang: Lang, sender: str | None = None) -> tuple[str, list[FunctionCall]]:
     found = s.last_result("read_messages")
     if found is None:
         who = _FROM.search(s.request)
-        name = who.group(1) if who and who.group(1).lower() not in _PRONOUNS else None
+        name = who.group(1) if who and who.group(1).lower() not in _PRONOUNS else sender
         query = f"from:{name}" if name else "in:inbox"
         return "", [call("read_messages", {"query": query, "limit": 1})]
     messages = found.get("messages", [])
@@ -424,7 +468,9 @@ def wants_workspace(request: str) -> bool:
         _reads_one(request) and has_any(request, ("latest", "newest", "terbaru", "terakhir"))
     ):
         return True
-    if _CONTACT_ASK.search(request) or _contact_to_add(request):
+    if _CONTACT_ASK.search(request) or _contact_to_add(request) or _TELL.search(request) or _TELL_ID.search(request):
+        return True
+    if _heard_from(request) is not None or _DAY_ASKED.search(request):
         return True
     return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS) or has_any(request, _CONTACT_WORDS)
 
@@ -444,6 +490,11 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     send = _SEND.search(request) or _SEND_ID.search(request)
     if send:
         return _send(s, lang, send.group("who"), send.group("what"))
+    tell = _TELL.search(request) or _TELL_ID.search(request)
+    if tell and tell.group("who").lower() not in _NOT_TOLD:
+        return _send(s, lang, tell.group("who"), tell.group("what"))
+    if (sender := _heard_from(request)) is not None:
+        return _read_one(s, lang, sender)
     reply = _REPLY.search(request)
     if reply:
         return _reply(s, lang, reply.group("who"), reply.group("what"))
@@ -456,7 +507,7 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     add = _ADD.search(request)
     if add and now is not None and (added := _add_event(s, lang, now, add.group("what"))) is not None:
         return added
-    if now is not None and has_any(request, _CALENDAR_WORDS):
+    if now is not None and (has_any(request, _CALENDAR_WORDS) or _DAY_ASKED.search(request)):
         return _calendar(s, lang, now)
     if has_any(request, _MAIL_WORDS):
         return _read_mail(s, lang)

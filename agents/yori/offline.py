@@ -22,7 +22,8 @@ MUSIC_WORDS = (
     "playing", "jazz", "musik", "lagu", "lagunya", "putar", "puterin", "putarkan", "setel", "jeda",
     "louder", "quieter", "softer", "volumenya", "suaranya", "gedein", "kecilin", "kecilkan", "keraskan", "kerasin",
     "playlists", "playlistku", "playlistnya", "daftar putar", "speaker", "speakers", "speakernya", "musiknya",
-    "musikku", "laguku",
+    "musikku", "laguku", "mute", "too loud", "kekencengan", "kekerasan", "this song", "lagu ini",
+    "who sings", "penyanyinya",
 )  # fmt: skip
 
 
@@ -34,7 +35,10 @@ Want = Literal[
     "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move"
 ]  # fmt: skip
 
-_NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan")
+_NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan",
+                "who sings", "who's singing", "who is singing", "who's this", "who is this", "song called",
+                "what's this song", "what is this song", "name of this song", "this song called", "siapa yang nyanyi",
+                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini")  # fmt: skip
 _PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
 _NEXT = (
     "next",
@@ -46,18 +50,26 @@ _NEXT = (
     "lagu berikutnya",
     "ganti lagu",
     "skip lagu",
+    # said about the song rather than to the player: "I don't like this song", "ganti lagu lain"
+    "don't like this song", "dont like this song", "don't like this one", "dont like this one", "hate this song",
+    "something else", "another song", "a different song", "lagu lain", "ganti lagunya", "nggak suka lagu ini",
+    "gak suka lagu ini", "ga suka lagu ini",
 )
 _PREVIOUS = ("previous", "go back", "last song", "sebelumnya", "lagu sebelumnya")
 _RESUME = ("resume", "continue", "unpause", "lanjutkan", "lanjutin", "terusin")
-_PLAY = re.compile(r"\b(?:play|putar|putarkan|puterin|setel|setelin|mainkan)\b(.*)", re.IGNORECASE)
+_PLAY = re.compile(
+    r"\b(?:play|put on|putar|putarkan|puterin|setel|setelin|mainkan|dengerin|hear|listen to)\b(.*)", re.IGNORECASE
+)
 _VOLUME = re.compile(r"\b(?:volume|volumenya|vol)\b\D{0,12}?(-?\d{1,4})\s*%?", re.IGNORECASE)
 # A volume change by how much ("a bit louder", "turn it down a lot", "kecilin dikit").
 _UP = ("louder", "up", "turn it up", "raise", "increase", "gedein", "gedeín", "besarin", "besarkan", "keraskan",
-       "kerasin", "naikin", "naikkan", "kencengin")  # fmt: skip
+       "kerasin", "naikin", "naikkan", "kencengin", "can't hear", "cant hear", "cannot hear", "can not hear",
+       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras")  # fmt: skip
 _DOWN = ("quieter", "softer", "down", "lower", "decrease", "reduce", "kecilin", "kecilkan", "pelanin", "pelankan",
-         "turunin", "turunkan")  # fmt: skip
+         "turunin", "turunkan", "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng")  # fmt: skip
 _LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya")
 _BY = re.compile(r"\bby\s+(\d{1,3})\b|\b(\d{1,3})\s*(?:%|persen|percent)?\s*(?:more|less|lagi)\b", re.IGNORECASE)
+_MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
 _A_LOT = ("a lot", "much", "way", "banyak", "banget")
 # A mood or an activity, played as the genre that suits it.
 _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -85,7 +97,9 @@ def _pick(lang: Lang, en: str, id_: str) -> str:
 def _step(request: str) -> int | None:
     """A change of volume asked for, in points (+ louder, - quieter), or None."""
     up, down = has_any(request, _UP), has_any(request, _DOWN)
-    alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin")
+    alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin",
+             "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng", "can't hear", "cant hear",
+             "cannot hear", "can not hear", "barely hear", "kedengeran")  # fmt: skip
     if up == down or not (has_any(request, _LOUDNESS) or has_any(request, alone)):
         return None
     by = _BY.search(request)
@@ -104,7 +118,14 @@ def _mood(query: str) -> str:
 
 # Playlists, the person's playback devices, and moving what plays from one to another.
 _PLAYLIST = ("playlist", "playlists", "playlistku", "playlistnya", "playlist2", "daftar putar", "mixtape")
-_PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle")
+_PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle",
+              "put on", "dengerin", "listen to")  # fmt: skip
+# Words around a playlist's name that are not its name ("play the playlist called Chill").
+_NOT_NAME = _FILLER | frozenset(
+    "playlist playlists playlistku playlistnya daftar putar called named namanya bernama judulnya yang on put can "
+    "could would you u your pls please tolong dong ya ku gue gw saya start shuffle puter putar putarkan puterin "
+    "setel setelin mainkan dengerin listen hear just again lagi the of with".split()
+)
 _TRACKS_OF = ("what's on", "what is on", "what's in", "what is in", "songs", "tracks", "isi", "isinya", "lagu apa",
               "lagu2", "lagunya apa", "apa aja lagunya", "lagu-lagu", "show me", "liat", "lihat")  # fmt: skip
 _MOVE = ("move", "switch", "transfer", "send", "put", "back to", "continue on", "pindah", "pindahin", "balikin",
@@ -136,6 +157,8 @@ def _want(request: str) -> tuple[Want, Any] | None:
     asking = ("list", "show", "daftar", "which", "what", "apa aja", "apa saja", "mana aja", "mana saja")
     if has_any(request, _DEVICE_ASK) and (is_question(request) or has_any(request, asking)):
         return "devices", None
+    if has_any(request, _MUTE):
+        return "volume", 0
     volume = _VOLUME.search(request)
     if volume:
         return "volume", int(volume.group(1))
@@ -186,17 +209,32 @@ def _failed(lang: Lang, error: str) -> tuple[str, list[FunctionCall]]:
     return _pick(lang, f"I couldn't do that: {reason}.", f"Maaf, gagal: {reason}."), []
 
 
-def _play(s: Situation, lang: Lang, query: str) -> tuple[str, list[FunctionCall]]:
+def _play(
+    s: Situation, lang: Lang, query: str, *, missing: str = "", names: str = ""
+) -> tuple[str, list[FunctionCall]]:
+    """Search, then play the first track found. `missing`: the playlist name asked for that
+    the person does not have, said before what plays instead (`names`: the ones they have)."""
     name, last = s.results[-1] if s.results else ("", {})
     found = s.last_result("search_tracks")
     if found is None:
         return "", [call("search_tracks", {"query": query, "limit": 5})]
     tracks = found.get("tracks", [])
+    if not tracks and missing:
+        return _pick(
+            lang,
+            f"You have no playlist called “{missing}”. Which one: {names}?".replace(" and ", " or "),
+            f"Kamu nggak punya playlist “{missing}”. Yang mana: {names}?".replace(" dan ", " atau "),
+        ), []
     if not tracks:
         return _pick(lang, f"I couldn't find anything for “{query}”.", f"Aku nggak nemu lagu buat “{query}”."), []
     first = tracks[0]
     if name == "play" and "error" not in last:
-        return _pick(
+        instead = _pick(
+            lang,
+            f"You have no playlist called “{missing}”, so here's something that fits. ",
+            f"Kamu nggak punya playlist “{missing}”, jadi aku puterin yang cocok. ",
+        )
+        return (instead if missing else "") + _pick(
             lang, f"Now playing {_track_words(first)}", f"Sekarang muter {_track_words(first, lang)}"
         ) + _where(lang, last) + ".", []
     if name == "my_devices":
@@ -294,6 +332,19 @@ def _named_playlist(request: str, playlists: list[dict[str, Any]]) -> dict[str, 
     return max(fits, key=lambda p: len(str(p["name"])), default=None)
 
 
+def _said_name(request: str) -> str:
+    """The words a request names a playlist by, as said ("gym" of "play my gym playlist"), or ''."""
+    words = re.findall(r"[\w'&-]+", request)
+    return " ".join(w for w in words if w.lower() not in _NOT_NAME and w.lower() not in ("my", "me", "aku"))
+
+
+def _partly_named(said: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one playlist whose name holds every word said ("my jazz playlist": Jazz Evenings)."""
+    wanted = set(words_of(said).split())
+    fits = [p for p in playlists if wanted <= set(words_of(str(p["name"])).split())]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _titles(lang: Lang, names: list[str]) -> list[str]:
     # In Indonesian a name is quoted: it is data, not words of the sentence.
     return [f"“{n}”" for n in names] if lang == "id" else names
@@ -312,6 +363,13 @@ def _playlist(s: Situation, lang: Lang, otherwise: str | None = None) -> tuple[s
         return _play(s, lang, otherwise)
     names = join(lang, _titles(lang, [str(p["name"]) for p in playlists]))
     wants_play = has_any(s.request, _PLAY_VERB) and not has_any(s.request, _TRACKS_OF)
+    said = _said_name(s.request)
+    if chosen is None and said:
+        chosen = _partly_named(said, playlists)
+    if chosen is None and said and wants_play:
+        # No playlist by that name ("play my gym playlist"): said so, and music that fits the
+        # name is played instead (a mood or an activity, else the words themselves).
+        return _play(s, lang, _mood(said.lower()), missing=said, names=names)
     if chosen is None:
         if not playlists:
             return _pick(lang, f"You have no playlists yet{where}.", f"Kamu belum punya playlist{where}."), []

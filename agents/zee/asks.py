@@ -56,7 +56,9 @@ ROOM_ID = {
 _PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "semuanya", "everything", "every")
 _EVERYTHING = ("everything", "all devices", "semuanya", "semua perangkat", "all of them")
 _TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat", "set to", "disetel")
-_OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
+# "turn of", "switch of": the commonest typo of "off"; "kill the lights" as people say it.
+_OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off", "turn of",
+        "switch of", "kill", "matiin aja")  # fmt: skip
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
 _CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
@@ -82,6 +84,8 @@ class Ask:
     actions: tuple[Action, ...] = field(default=())
     everything: bool = False
     asked_temperature: bool = False
+    # Read from how the room feels ("it's dark in here"), not from a device named.
+    implied: bool = False
 
     @property
     def shown(self) -> frozenset[str]:
@@ -228,7 +232,31 @@ def _colour(text: str, pct: int | None) -> Action | None:
     return None
 
 
+# How a room feels, said instead of a request, and the request it means: "it's dark in
+# here" asks for a light, "gerah banget" for the AC. Only when no device is named.
+_FELT: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("dark", "too dark", "gelap", "can't see", "cant see", "nggak keliatan", "ga keliatan"), "turn on the light"),
+    (("hot", "too hot", "so hot", "boiling", "sweating", "stuffy", "panas", "gerah", "sumuk", "kepanasan"),
+     "make the AC cooler"),
+    (("cold", "freezing", "chilly", "kedinginan", "dingin banget", "kedinginan banget"), "turn off the AC"),
+    (("too bright", "silau", "terlalu terang", "kecerahan banget"), "dim the light"),
+)  # fmt: skip
+
+
+def felt(text: str) -> str | None:
+    """The request a statement about the room means ("it's so hot" -> the AC cooler), or None."""
+    if is_question(text) or any(has_any(text, words) for words in _KINDS.values()):
+        return None
+    for words, meant in _FELT:
+        if has_any(text, words):
+            return f"{meant} {text}"
+    return None
+
+
 def parse(text: str) -> Ask:
+    meant = felt(text)
+    if meant is not None:
+        return replace(parse(meant), implied=True)
     rooms, rest = rooms_in(text)
     kinds = tuple(k for k, words in _KINDS.items() if has_any(rest, words))
     if not kinds and has_any(text, _TEMPERATURE):
@@ -271,6 +299,8 @@ def asks_of(request: str, previous: str) -> list[Ask]:
             if not ask.actions:
                 ask = replace(ask, actions=before.actions)
         asks.append(ask)
+    if any(not a.implied for a in asks):  # "turn on the AC, it's so hot": the request said is the request
+        asks = [a for a in asks if not a.implied]
     return asks
 
 
