@@ -239,7 +239,8 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "talk later",
         "selamat tidur",
     ),
-    "thanks": ("thanks", "thank you", "makasih", "terima kasih", "thx", "nuhun"),
+    "thanks": ("thanks", "thank you", "makasih", "terima kasih", "thx", "nuhun", "thank u", "ty", "tysm", "thanks a lot",
+               "cheers", "makasi", "makasii", "tq", "trims", "thankyou", "tengkyu", "thanks so much"),
     "capabilities": (
         "what can you do",
         "what do you do",

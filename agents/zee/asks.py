@@ -182,6 +182,9 @@ def _brightness(text: str, pct: int | None, found: list[Action]) -> list[Action]
     if pct is not None and has_any(text, ("brightness", "bright", "kecerahan", "dim", "redupin", "redupkan", "terang")):
         return [Action("brightness", max(10, pct * 10))]
     if has_any(text, ("dim", "redupin", "redupkan", "redup", "dim down")):
+        # "dim it a bit": a step down from where it is, not the dim setting
+        if has_any(text, ("a bit", "a little", "slightly", "a touch", "dikit", "sedikit", "dikit aja")):
+            return [Action("brighter", -300)]
         return [Action("brightness", 300)]
     if has_any(text, ("brighter", "terangin", "lebih terang", "terangkan")):
         return [Action("brighter", 200)]
