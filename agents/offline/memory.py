@@ -72,6 +72,8 @@ _LIKES_ASKED = re.compile(
     r"(?:\w+ )?(?:suka|disukai)\b",
     re.IGNORECASE,
 )
+# "where does my mom work?", "where does she live?"
+_WHERE_ASKED = re.compile(r"\bwhere (?:does|do|did) (?!you\b)[\w' ]{1,24}? (work|live|stay)s?\b", re.IGNORECASE)
 # Someone asked about by a pronoun ("what's her birthday?", "kapan ulang tahunnya?") or as
 # the person's relation ("when's my sister's birthday?", "kakakku alergi apa?").
 _PRONOUN_ASKED = re.compile(r"\b(?:she|her|he|his|him|they|their|dia)\b|\b(?:tahun|ultah|alergi|suka)nya\b", re.I)
@@ -135,6 +137,9 @@ def _query(request: str) -> str | None:
         )
     if _LIKES_ASKED.search(request):
         return "likes"
+    where = _WHERE_ASKED.search(request)
+    if where:
+        return "works" if where.group(1).lower() == "work" else "lives"
     for cues, query in _TOPICS:
         if has_any(request, cues):
             return query

@@ -219,6 +219,22 @@ _INDONESIAN = frozenset(
         "kapan",
         "tinggal",
         "kerja",
+        "dia",
+        "suka",
+        "banget",
+        "bgt",
+        "kita",
+        "kami",
+        "mereka",
+        "gitu",
+        "kayak",
+        "kalo",
+        "kalau",
+        "telat",
+        "nanti",
+        "mana",
+        "kenapa",
+        "emang",
     ]
 )
 

@@ -91,7 +91,7 @@ _HEARD_FROM = re.compile(
 )
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
-    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+    "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
 )  # fmt: skip
 
 
@@ -336,6 +336,14 @@ _NOT_A_NAME = frozenset(
 )
 
 
+def _told(request: str) -> tuple[str, str] | None:
+    """Who to write to and what, for "tell Budi I'm running late"; None for "tell me a joke"."""
+    tell = _TELL.search(request) or _TELL_ID.search(request)
+    if tell is None or tell.group("who").lower() in _NOT_TOLD:
+        return None
+    return tell.group("who"), tell.group("what")
+
+
 def _heard_from(request: str) -> str | None:
     """The person asked about in "did Sari write back?", "anything from Budi?", or None."""
     match = _HEARD_FROM.search(request)
@@ -468,7 +476,7 @@ def wants_workspace(request: str) -> bool:
         _reads_one(request) and has_any(request, ("latest", "newest", "terbaru", "terakhir"))
     ):
         return True
-    if _CONTACT_ASK.search(request) or _contact_to_add(request) or _TELL.search(request) or _TELL_ID.search(request):
+    if _CONTACT_ASK.search(request) or _contact_to_add(request) or _told(request):
         return True
     if _heard_from(request) is not None or _DAY_ASKED.search(request):
         return True
@@ -490,9 +498,8 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     send = _SEND.search(request) or _SEND_ID.search(request)
     if send:
         return _send(s, lang, send.group("who"), send.group("what"))
-    tell = _TELL.search(request) or _TELL_ID.search(request)
-    if tell and tell.group("who").lower() not in _NOT_TOLD:
-        return _send(s, lang, tell.group("who"), tell.group("what"))
+    if (told := _told(request)) is not None:
+        return _send(s, lang, *told)
     if (sender := _heard_from(request)) is not None:
         return _read_one(s, lang, sender)
     reply = _REPLY.search(request)

@@ -23,7 +23,7 @@ MUSIC_WORDS = (
     "louder", "quieter", "softer", "volumenya", "suaranya", "gedein", "kecilin", "kecilkan", "keraskan", "kerasin",
     "playlists", "playlistku", "playlistnya", "daftar putar", "speaker", "speakers", "speakernya", "musiknya",
     "musikku", "laguku", "mute", "too loud", "kekencengan", "kekerasan", "this song", "lagu ini",
-    "who sings", "penyanyinya",
+    "who sings", "penyanyinya", "too quiet", "kekecilan",
 )  # fmt: skip
 
 
@@ -38,7 +38,8 @@ Want = Literal[
 _NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan",
                 "who sings", "who's singing", "who is singing", "who's this", "who is this", "song called",
                 "what's this song", "what is this song", "name of this song", "this song called", "siapa yang nyanyi",
-                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini")  # fmt: skip
+                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini", "whats playing",
+                "whats this song", "what song is this", "what's this", "whats this", "what is this")  # fmt: skip
 _PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
 _NEXT = (
     "next",
@@ -58,16 +59,21 @@ _NEXT = (
 _PREVIOUS = ("previous", "go back", "last song", "sebelumnya", "lagu sebelumnya")
 _RESUME = ("resume", "continue", "unpause", "lanjutkan", "lanjutin", "terusin")
 _PLAY = re.compile(
-    r"\b(?:play|put on|putar|putarkan|puterin|setel|setelin|mainkan|dengerin|hear|listen to)\b(.*)", re.IGNORECASE
+    r"\b(?:play|put on|putar|putarkan|puterin|setel|setelin|mainkan|dengerin|"
+    r"(?:wanna|want to|like to|let's|lets|let me|can i|could i|mau)\s+(?:hear|listen to|dengerin))\b(.*)",
+    re.IGNORECASE,
 )
 _VOLUME = re.compile(r"\b(?:volume|volumenya|vol)\b\D{0,12}?(-?\d{1,4})\s*%?", re.IGNORECASE)
 # A volume change by how much ("a bit louder", "turn it down a lot", "kecilin dikit").
 _UP = ("louder", "up", "turn it up", "raise", "increase", "gedein", "gedeín", "besarin", "besarkan", "keraskan",
        "kerasin", "naikin", "naikkan", "kencengin", "can't hear", "cant hear", "cannot hear", "can not hear",
-       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras")  # fmt: skip
+       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras", "too quiet",
+       "too soft", "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
 _DOWN = ("quieter", "softer", "down", "lower", "decrease", "reduce", "kecilin", "kecilkan", "pelanin", "pelankan",
          "turunin", "turunkan", "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng")  # fmt: skip
-_LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya")
+# "I can't hear the music" is the music's volume; "I can't hear you" is not.
+_LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya",
+             "musiknya", "song", "lagu")  # fmt: skip
 _BY = re.compile(r"\bby\s+(\d{1,3})\b|\b(\d{1,3})\s*(?:%|persen|percent)?\s*(?:more|less|lagi)\b", re.IGNORECASE)
 _MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
 _A_LOT = ("a lot", "much", "way", "banyak", "banget")
@@ -98,8 +104,8 @@ def _step(request: str) -> int | None:
     """A change of volume asked for, in points (+ louder, - quieter), or None."""
     up, down = has_any(request, _UP), has_any(request, _DOWN)
     alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin",
-             "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng", "can't hear", "cant hear",
-             "cannot hear", "can not hear", "barely hear", "kedengeran")  # fmt: skip
+             "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng", "too quiet", "too soft",
+             "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
     if up == down or not (has_any(request, _LOUDNESS) or has_any(request, alone)):
         return None
     by = _BY.search(request)
@@ -182,8 +188,15 @@ def _want(request: str) -> tuple[Want, Any] | None:
     return None
 
 
+# Words that are about the music only once it is being talked about ("what's this?" after
+# "play some jazz"): Yori answers them as a follow-up, never claims them from nothing.
+_VAGUE = ("what's this", "whats this", "what is this", "who's this", "who is this", "something else")
+
+
 def wants_music(request: str) -> bool:
     """Is this one of Yori's requests ("next", "volume 30", "what's playing?")?"""
+    if has_any(request, _VAGUE) and not has_any(request, MUSIC_WORDS):
+        return False
     return _want(request) is not None
 
 
