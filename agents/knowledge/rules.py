@@ -500,6 +500,11 @@ def person_meant(*, clause: str, messages: Sequence[KnowledgeMessage]) -> str | 
     return who.name if who is not None else None
 
 
+def about_someone(text: str) -> bool:
+    """Does the text state a fact about someone by pronoun alone ("his birthday is 1 June")?"""
+    return any(pattern.search(text) for _, _, pattern, _ in _THEIR_FACTS)
+
+
 class RuleExtractor:
     """The `Extractor` that needs no model: regular expressions over the person's words."""
 

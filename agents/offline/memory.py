@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents.knowledge.port import KnowledgeMessage
-from agents.knowledge.rules import person_meant, read_claims
+from agents.knowledge.rules import about_someone, person_meant, read_claims
 from agents.model import FunctionCall
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, intent_of, topics_of
@@ -303,6 +303,13 @@ def memory_turn(s: Situation, tool_names: frozenset[str]) -> tuple[str, list[Fun
         return "", [call(_RECALL, {"query": " ".join(w for w in (name or relation, query) if w)})]
     if intent_of(s.request) == "other" and _states_a_fact(s):
         return _voiced(s, _pick(s.lang, "Got it, I'll remember that.", "Oke, aku ingat ya.")), []
+    if intent_of(s.request) == "other" and about_someone(s.request):
+        # "his birthday is 1 June" with nobody the "his" can be: asked, never guessed.
+        return _voiced(
+            s,
+            _pick(s.lang, "Who do you mean? Tell me their name and I'll remember it.",
+                  "Maksudnya siapa? Sebutin namanya ya, nanti aku ingat."),
+        ), []  # fmt: skip
     return None
 
 
