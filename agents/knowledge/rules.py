@@ -454,19 +454,19 @@ class _Reader:
             return
 
     def _people(self, message_id: str, clause: str) -> None:
+        # Every person the clause names ("my sister is Rina and my brother is Dimas"), once each.
+        named: set[str] = set()
         for pattern in _PEOPLE:
-            match = pattern.search(clause)
-            if not match:
-                continue
-            name = _name_in(match.group("name"))
-            if not name:
-                continue
-            rel = match.group("rel").lower()
-            relation = _RELATIONS.get(rel, rel)
-            slot = f"relation:{relation}" if relation in _EXCLUSIVE_RELATIONS else None
-            text = f"{name} is {self.name}'s {relation}"
-            self._claim(message_id, relation.replace(" ", "_"), Mention(name, "person"), text, slot)
-            return
+            for match in pattern.finditer(clause):
+                name = _name_in(match.group("name"))
+                if not name or name in named:
+                    continue
+                named.add(name)
+                rel = match.group("rel").lower()
+                relation = _RELATIONS.get(rel, rel)
+                slot = f"relation:{relation}" if relation in _EXCLUSIVE_RELATIONS else None
+                text = f"{name} is {self.name}'s {relation}"
+                self._claim(message_id, relation.replace(" ", "_"), Mention(name, "person"), text, slot)
 
 
 _RULES: tuple[Callable[[_Reader, str, str], bool], ...] = (

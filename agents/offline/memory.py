@@ -86,6 +86,10 @@ _WHOSE = re.compile(
 # What may be asked about someone else; "who's my sister?" asks for the relation itself.
 _ABOUT_SOMEONE = frozenset({"birthday", "allergic", "likes", "lives", "works"})
 _THREAD_LINES_READ = 12
+# "what's her name again?", "siapa namanya?": the name the pronoun stands for, from the thread.
+_NAME_ASKED = re.compile(
+    r"\b(?:what(?:'s| is| was)|whats) (?:her|his|their) name\b|\bsiapa namanya\b|\bnamanya siapa\b", re.IGNORECASE
+)
 _RELATION_ASKED = re.compile(
     r"\b(?:who is|who's|whos|siapa(?: nama)?|what(?:'s| is|s) (?:the name of )?) ?(?:my )?"
     r"(wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|father|dad|boss|best friend|daughter|son|"
@@ -292,6 +296,11 @@ def memory_turn(s: Situation, tool_names: frozenset[str]) -> tuple[str, list[Fun
         query is None and intent_of(s.request) in current_roster().by_name
     ):
         return None
+    if not s.results and _NAME_ASKED.search(s.request):
+        named = person_meant(clause=s.request, messages=_recent(s)[:-1])
+        if named is not None:
+            whose = next((w for w in ("Her", "His") if re.search(rf"\b{w}\b", s.request, re.I)), "Their")
+            return _voiced(s, _pick(s.lang, f"{whose} name is {named}.", f"Namanya {named}.")), []
     result = s.last_result(_RECALL)
     name, relation = _whom(s, query)
     if result is not None:

@@ -21,7 +21,10 @@ from agents.offline.skillset import skills_of
 from agents.offline.words import Lang, has_any, intent_of, words_of
 from agents.roster import current_roster
 
-_SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku")
+_SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku", "wake me",
+             "wake me up", "bangunin", "bangunkan")  # fmt: skip
+# "wake me up at 6": the task is waking up, in the person's language.
+_WAKE_ME = re.compile(r"\b(?:wake me(?: up)?|bangunin(?: aku| saya| gue)?|bangunkan(?: aku| saya)?)\b", re.I)
 _LIST = (
     "what are you reminding me",
     "what will you remind me",
@@ -145,6 +148,8 @@ _COURTESY_END = re.compile(r"(?:[\s,]+(?:ya|yah|yaa|dong|deh|ok|okay|oke|please|
 
 def _task(request: str, lang: Lang) -> str:
     """What to be reminded of, in the person's words (pronouns turned to "you")."""
+    if _WAKE_ME.search(request) and not re.search(r"remind|ingat|inget", request, re.I):
+        return _pick(lang, "wake up", "bangun")
     # The day is said with the time ("at 07:00 tomorrow"), never inside the task.
     text = _DAY.sub(" ", _CLOCK.sub(" ", _RELATIVE.sub(" ", request)))
     match = (_TASK_ID if lang == "id" else _TASK_EN).search(text) or _TASK_EN.search(text) or _TASK_ID.search(text)

@@ -91,7 +91,8 @@ _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
 # Words around what to play that are not what to play.
 _FILLER_WORDS = (
     "some a an the me my music musik song songs lagu lagu2 track tracks please dong ya yang untuk buat aku saya "
-    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play pls plz"
+    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play pls plz "
+    "it again that ok okay lagi"
 )
 _FILLER = frozenset(_FILLER_WORDS.split())
 
