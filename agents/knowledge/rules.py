@@ -227,24 +227,25 @@ _THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
         rf"\b{_THEY}(?:'s| is| are|'re)? (?:very |severely |really |a bit )?allergic to (?P<obj>.+)", re.I), None),
     ("allergic_to", "{who} is allergic to {obj}", re.compile(
         rf"\b{_THEY} (?:punya )?alergi(?: sama| terhadap| dengan)? (?P<obj>.+)", re.I), None),
-    ("allergic_to", "{who} is allergic to {obj}", re.compile(rf"\b{_THEIR} (?:allergy|allergies) (?:is|are|:) (?P<obj>.+)", re.I), None),
+    ("allergic_to", "{who} is allergic to {obj}", re.compile(
+        rf"\b{_THEIR} (?:allergy|allergies) (?:is|are|:) (?P<obj>.+)", re.I), None),
     ("likes", "{who} likes {obj}", re.compile(
         rf"\b{_THEY} (?:really )?(?:likes|loves|like|love|suka banget sama|suka banget|suka sama|suka) (?P<obj>.+)",
         re.I), None),
-    ("lives_in", "{who} lives in {obj}", re.compile(rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I), None),
+    ("lives_in", "{who} lives in {obj}", re.compile(
+        rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I), None),
     ("works_at", "{who} works at {obj}", re.compile(
         rf"\b{_THEY} (?:works|work|kerja|bekerja) (?:at|for|di) (?P<obj>.+)", re.I), None),
     ("birthday", "{who}'s birthday is {obj}", re.compile(
-        rf"\b{_THEIR} (?:birthday|bday|b-day)(?:'s| is| falls on| was)? (?:on |in )?(?P<obj>.+)", re.I), "birthday"),
+        rf"\b{_THEIR} (?:birthday|bday|b-day)(?:'s| is| falls on| was)? (?:on |in )?(?P<obj>.+)", re.I),
+        "birthday"),
     ("birthday", "{who}'s birthday is {obj}", re.compile(
-        rf"\b(?:{_THEY} (?:was )?born (?:on|in) |(?:ulang tahun|ultah)(?:nya| dia) (?:tanggal |tgl |pada |itu |jatuh )*)"
-        r"(?P<obj>.+)", re.I), "birthday"),
+        rf"\b(?:{_THEY} (?:was )?born (?:on|in) |(?:ulang tahun|ultah)(?:nya| dia) "
+        r"(?:tanggal |tgl |pada |itu |jatuh )*)(?P<obj>.+)", re.I), "birthday"),
 )  # fmt: skip
 # Who a pronoun can stand for: "her" is not the brother, "his" not the sister ("dia" anyone).
-_FEMALE = frozenset(
-    "wife girlfriend sister mother daughter aunt grandmother niece".split()
-)
-_MALE = frozenset("husband boyfriend brother father son uncle grandfather nephew".split())
+_FEMALE = frozenset(("wife", "girlfriend", "sister", "mother", "daughter", "aunt", "grandmother", "niece"))
+_MALE = frozenset(("husband", "boyfriend", "brother", "father", "son", "uncle", "grandfather", "nephew"))
 _SHE = re.compile(r"\b(?:she|her|she's)\b", re.I)
 _HE = re.compile(r"\b(?:he|his|him|he's)\b", re.I)
 

@@ -64,7 +64,10 @@ _TOPICS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("where do i live", "where i live", "tinggal di mana", "tinggal dimana", "rumahku di mana"), "lives"),
     (("where do i work", "where i work", "kerja di mana", "kerja dimana", "kantorku di mana"), "works"),
     (("allergic", "allergies", "allergy", "alergi", "alergiku"), "allergic"),
-    (("birthday", "bday", "ulang tahunku", "ultahku", "ulang tahun", "ulang tahunnya", "ultah", "ultahnya"), "birthday"),
+    (
+        ("birthday", "bday", "ulang tahunku", "ultahku", "ulang tahun", "ulang tahunnya", "ultah", "ultahnya"),
+        "birthday",
+    ),
 )
 # "what does my wife like?", "dia sukanya apa?": what someone likes.
 _LIKES_ASKED = re.compile(

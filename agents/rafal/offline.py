@@ -32,8 +32,8 @@ def claims(clause: str) -> bool:
 
 _SEND = re.compile(
     r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+(?:to\s+)?"
-    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them)|and say|and tell (?:him|her|them)|"
-    r"and let (?:him|her|them) know)\s*:?\s+(?:that\s+)?(?P<what>.+)",
+    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them)|and say|"
+    r"and tell (?:him|her|them)|and let (?:him|her|them) know)\s*:?\s+(?:that\s+)?(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
 )
 _SEND_ID = re.compile(
@@ -55,7 +55,7 @@ _TELL_ID = re.compile(
 )
 # Never someone to write to: "tell me a joke", "let me know", "tell Zee to turn it off".
 _NOT_TOLD = frozenset(
-    "me us him her them it everyone ava zee yori rafal you aku saya gue kamu dia what who when where how".split()
+    "me us him her them it everyone ava zee yori rafal you aku saya gue kamu dia what who when where how".split()  # noqa: SIM905
 )
 _ADD = re.compile(r"\b(?:add|schedule|put|tambah|tambahin|tambahkan|jadwalkan|catat)\b\s+(?P<what>.+)", re.IGNORECASE)
 _WHEN_SPLIT = re.compile(r"\s+(?:on|at|this|next|tomorrow|today|pada|hari|jam|pukul|besok|nanti)\b.*$", re.IGNORECASE)

@@ -38,8 +38,9 @@ Want = Literal[
 _NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan",
                 "who sings", "who's singing", "who is singing", "who's this", "who is this", "song called",
                 "what's this song", "what is this song", "name of this song", "this song called", "siapa yang nyanyi",
-                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini", "whats playing",
-                "whats this song", "what song is this", "what's this", "whats this", "what is this")  # fmt: skip
+                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini",
+                "whats playing", "whats this song", "what song is this", "what's this", "whats this",
+                "what is this")  # fmt: skip
 _PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
 _NEXT = (
     "next",
@@ -52,9 +53,19 @@ _NEXT = (
     "ganti lagu",
     "skip lagu",
     # said about the song rather than to the player: "I don't like this song", "ganti lagu lain"
-    "don't like this song", "dont like this song", "don't like this one", "dont like this one", "hate this song",
-    "something else", "another song", "a different song", "lagu lain", "ganti lagunya", "nggak suka lagu ini",
-    "gak suka lagu ini", "ga suka lagu ini",
+    "don't like this song",
+    "dont like this song",
+    "don't like this one",
+    "dont like this one",
+    "hate this song",
+    "something else",
+    "another song",
+    "a different song",
+    "lagu lain",
+    "ganti lagunya",
+    "nggak suka lagu ini",
+    "gak suka lagu ini",
+    "ga suka lagu ini",
 )
 _PREVIOUS = ("previous", "go back", "last song", "sebelumnya", "lagu sebelumnya")
 _RESUME = ("resume", "continue", "unpause", "lanjutkan", "lanjutin", "terusin")
@@ -67,8 +78,8 @@ _VOLUME = re.compile(r"\b(?:volume|volumenya|vol)\b\D{0,12}?(-?\d{1,4})\s*%?", r
 # A volume change by how much ("a bit louder", "turn it down a lot", "kecilin dikit").
 _UP = ("louder", "up", "turn it up", "raise", "increase", "gedein", "gedeín", "besarin", "besarkan", "keraskan",
        "kerasin", "naikin", "naikkan", "kencengin", "can't hear", "cant hear", "cannot hear", "can not hear",
-       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras", "too quiet",
-       "too soft", "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
+       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras",
+       "too quiet", "too soft", "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
 _DOWN = ("quieter", "softer", "down", "lower", "decrease", "reduce", "kecilin", "kecilkan", "pelanin", "pelankan",
          "turunin", "turunkan", "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng")  # fmt: skip
 # "I can't hear the music" is the music's volume; "I can't hear you" is not.
@@ -128,11 +139,12 @@ _PLAYLIST = ("playlist", "playlists", "playlistku", "playlistnya", "playlist2", 
 _PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle",
               "put on", "dengerin", "listen to")  # fmt: skip
 # Words around a playlist's name that are not its name ("play the playlist called Chill").
-_NOT_NAME = _FILLER | frozenset(
+_NOT_NAME_WORDS = (
     "playlist playlists playlistku playlistnya daftar putar called named namanya bernama judulnya yang on put can "
     "could would you u your pls please tolong dong ya ku gue gw saya start shuffle puter putar putarkan puterin "
-    "setel setelin mainkan dengerin listen hear just again lagi the of with".split()
+    "setel setelin mainkan dengerin listen hear just again lagi the of with"
 )
+_NOT_NAME = _FILLER | frozenset(_NOT_NAME_WORDS.split())
 _TRACKS_OF = ("what's on", "what is on", "what's in", "what is in", "songs", "tracks", "isi", "isinya", "lagu apa",
               "lagu2", "lagunya apa", "apa aja lagunya", "lagu-lagu", "show me", "liat", "lihat")  # fmt: skip
 _MOVE = ("move", "switch", "transfer", "send", "put", "back to", "continue on", "pindah", "pindahin", "balikin",

@@ -298,7 +298,8 @@ def _state_pairs(lang: Lang, items: list[tuple[dict[str, Any], dict[str, Any], f
 
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
-    "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi", "ga usah",
+    "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+    "ga usah",
 )  # fmt: skip
 
 
