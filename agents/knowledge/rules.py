@@ -236,6 +236,11 @@ _THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
         rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I), None),
     ("works_at", "{who} works at {obj}", re.compile(
         rf"\b{_THEY} (?:works|work|kerja|bekerja) (?:at|for|di) (?P<obj>.+)", re.I), None),
+    ("favourite", "{who}'s favourite {cat} is {obj}", re.compile(
+        rf"\b{_THEIR} (?:all[- ]time )?favou?rite (?P<cat>[a-z]+) (?:is|was|=) (?P<obj>.+)", re.I), "favourite"),
+    ("favourite", "{who}'s favourite {cat} is {obj}", re.compile(
+        r"\b(?P<cat>makanan|minuman|lagu|film|tempat|warna|buku) (?:favorit|favorite|kesukaan)(?:nya| dia) "
+        r"(?:adalah |itu )?(?P<obj>.+)", re.I), "favourite"),
     ("birthday", "{who}'s birthday is {obj}", re.compile(
         rf"\b{_THEIR} (?:birthday|bday|b-day)(?:'s| is| falls on| was)? (?:on |in )?(?P<obj>.+)", re.I),
         "birthday"),
@@ -448,10 +453,12 @@ class _Reader:
             who = self._referent(message_id, clause) if objects else None
             if who is None:
                 return
+            said = match.groupdict().get("cat")
+            cat, of_kind = _category(said) if said else ("", "thing")
             for thing in objects:
-                kind: EntityType = "event" if relation == "birthday" else _food_or(thing, "thing")
-                text = template.format(who=who.name, obj=thing)
-                self._claim(message_id, relation, Mention(thing, kind), text, slot, who)
+                kind: EntityType = "event" if relation == "birthday" else _food_or(thing, of_kind)
+                text = template.format(who=who.name, obj=thing, cat=cat)
+                self._claim(message_id, relation, Mention(thing, kind), text, f"{slot}:{cat}" if cat else slot, who)
             return
 
     def _people(self, message_id: str, clause: str) -> None:

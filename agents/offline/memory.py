@@ -87,7 +87,7 @@ _WHOSE = re.compile(
     re.IGNORECASE,
 )
 # What may be asked about someone else; "who's my sister?" asks for the relation itself.
-_ABOUT_SOMEONE = frozenset({"birthday", "allergic", "likes", "lives", "works"})
+_ABOUT_SOMEONE = frozenset({"birthday", "allergic", "likes", "lives", "works", "favourite"})
 _THREAD_LINES_READ = 12
 # "what's her name again?", "siapa namanya?": the name the pronoun stands for, from the thread.
 _NAME_ASKED = re.compile(
@@ -179,6 +179,9 @@ def _indonesian(fact: dict[str, Any], name: str) -> str | None:
     theirs = re.match(r"^(.+)'s birthday is (.+)$", text)
     if relation == "birthday" and theirs and theirs.group(1) != name:
         return f"ulang tahun {theirs.group(1)} {theirs.group(2)}"
+    liked = re.match(r"^(.+)'s favourite (.+?) is (.+)$", text)
+    if relation == "favourite" and liked and liked.group(1) != name:
+        return f"{_CATEGORIES_ID.get(liked.group(2), liked.group(2))} favorit {liked.group(1)} itu {liked.group(3)}"
     if not text.startswith(name) or not name:
         said = _THEIR_SAY_ID.get(relation)
         if said and f" {said[0]} " in text:
@@ -222,7 +225,9 @@ def _answer(s: Situation, result: dict[str, Any]) -> str:
         )
     if query.startswith("favourite"):
         category = query.partition(" ")[2] or ""
-        chosen = [f for f in facts if f.get("relation") == "favourite" and f" {category} " in f" {f['text']} "]
+        # The person's own favourite: "Maya's favourite food is sushi" answers nothing about them.
+        mine = [f for f in facts if not name or str(f["text"]).startswith(f"{name}'s ")]
+        chosen = [f for f in mine if f.get("relation") == "favourite" and f" {category} " in f" {f['text']} "]
         if chosen:
             obj = chosen[0]["object"]
             if has_any(s.request, _EAT):

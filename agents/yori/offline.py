@@ -22,7 +22,7 @@ MUSIC_WORDS = (
     "playing", "jazz", "musik", "lagu", "lagunya", "putar", "puterin", "putarkan", "setel", "jeda",
     "louder", "quieter", "softer", "volumenya", "suaranya", "gedein", "kecilin", "kecilkan", "keraskan", "kerasin",
     "playlists", "playlistku", "playlistnya", "daftar putar", "speaker", "speakers", "speakernya", "musiknya",
-    "musikku", "laguku", "mute", "too loud", "kekencengan", "kekerasan", "this song", "lagu ini",
+    "musikku", "laguku", "mute", "unmute", "too loud", "kekencengan", "kekerasan", "this song", "lagu ini",
     "who sings", "penyanyinya", "too quiet", "kekecilan",
 )  # fmt: skip
 
@@ -32,7 +32,8 @@ def claims(clause: str) -> bool:
 
 
 Want = Literal[
-    "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move"
+    "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move",
+    "unmute",
 ]  # fmt: skip
 
 _NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan",
@@ -87,6 +88,9 @@ _LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suara
              "musiknya", "song", "lagu")  # fmt: skip
 _BY = re.compile(r"\bby\s+(\d{1,3})\b|\b(\d{1,3})\s*(?:%|persen|percent)?\s*(?:more|less|lagi)\b", re.IGNORECASE)
 _MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
+_UNMUTE = ("unmute", "unmute it", "sound back on", "turn the sound back on", "nyalain suaranya lagi", "bunyiin lagi")
+# What "unmute" brings a silent device back to: the volume before the mute is not kept anywhere.
+_UNMUTED_PERCENT = 50
 _A_LOT = ("a lot", "much", "way", "banyak", "banget")
 # A mood or an activity, played as the genre that suits it.
 _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -176,6 +180,8 @@ def _want(request: str) -> tuple[Want, Any] | None:
     asking = ("list", "show", "daftar", "which", "what", "apa aja", "apa saja", "mana aja", "mana saja")
     if has_any(request, _DEVICE_ASK) and (is_question(request) or has_any(request, asking)):
         return "devices", None
+    if has_any(request, _UNMUTE):
+        return "unmute", None
     if has_any(request, _MUTE):
         return "volume", 0
     volume = _VOLUME.search(request)
@@ -297,6 +303,8 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
         return _move(s, lang, set(value))
     if kind == "louder":
         return _louder(s, lang, int(value))
+    if kind == "unmute":
+        return _unmute(s, lang)
     if not s.results:
         first = {
             "volume": call("set_volume", {"percent": value}),
@@ -349,6 +357,32 @@ def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall
         return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
     percent = max(0, min(100, int(device.get("volume") or 0) + step))
     return "", [call("set_volume", {"percent": percent})]
+
+
+def _unmute(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    """Sound back on: a silent device goes to a middle volume; one that is not silent is left."""
+    done = s.last_result("set_volume")
+    if done is not None:
+        percent = int(done.get("percent", 0))
+        return _pick(
+            lang,
+            f"The sound is back on: volume is at {percent}%{_where(lang, done)}.",
+            f"Suaranya udah nyala lagi, volume sekarang {percent}%{_where(lang, done)}.",
+        ), []
+    state = s.last_result("now_playing")
+    if state is None:
+        return "", [call("now_playing", {})]
+    device = state.get("device") or {}
+    if not device:
+        return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
+    volume = int(device.get("volume") or 0)
+    if volume > 0:
+        return _pick(
+            lang,
+            f"It isn't muted: volume is at {volume}%{_where(lang, state)}.",
+            f"Suaranya nggak di-mute kok, volume sekarang {volume}%{_where(lang, state)}.",
+        ), []
+    return "", [call("set_volume", {"percent": _UNMUTED_PERCENT})]
 
 
 def _named_playlist(request: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -191,6 +191,8 @@ def test_a_pronoun_with_nobody_named_teaches_nothing() -> None:
         (("my brother is Dimas", "his birthday is 3 June"), "Dimas", "birthday", "3 June"),
         (("my wife is Maya", "she loves orchids"), "Maya", "likes", "orchids"),
         (("pacarku namanya Dina", "dia suka banget bunga matahari"), "Dina", "likes", "bunga matahari"),
+        (("my wife is Maya, her favourite food is sushi",), "Maya", "favourite", "sushi"),
+        (("istriku namanya Maya, makanan favoritnya sushi",), "Maya", "favourite", "sushi"),
     ],
 )
 def test_her_his_and_nya_reach_back_to_the_person_named(

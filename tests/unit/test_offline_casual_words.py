@@ -18,6 +18,7 @@ from agents.zee.asks import asks_of, felt
         ("musiknya kekencengan", ("louder", -10)),
         ("the music is too quiet", ("louder", 10)),
         ("mute it", ("volume", 0)),
+        ("unmute", ("unmute", None)),
         ("ugh i don't like this song", ("next", None)),
         ("who sings this?", ("now_playing", None)),
         ("put on some jazz", ("play", "jazz")),
