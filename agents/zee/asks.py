@@ -59,6 +59,8 @@ _TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa der
 # "turn of", "switch of": the commonest typo of "off"; "kill the lights" as people say it.
 _OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off", "turn of",
         "switch of", "kill", "matiin aja")  # fmt: skip
+# "lights of pls": "of" where only "off" can stand, at the end of the request.
+_OF_AT_END = re.compile(r"\bof\b(?=(?:\s+(?:pls|please|plz|now|thanks|thx|dong|ya))*[\s.!]*$)")
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
 _CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
@@ -143,7 +145,7 @@ def _actions(text: str) -> tuple[Action, ...]:
         text, ("cooler", "colder", "dinginin", "lebih dingin", "turunin suhu", "turunkan suhu", "lower the temperature")
     ):
         found.append(Action("cooler", 1))
-    if has_any(text, _OFF):
+    if has_any(text, _OFF) or _OF_AT_END.search(low):
         found.append(Action("power", False))
     elif has_any(text, _ON):
         found.append(Action("power", True))
@@ -256,7 +258,56 @@ def felt(text: str) -> str | None:
     return None
 
 
+def _slip(word: str, known: str) -> bool:
+    """Is `word` a slip of the fingers for `known`: two letters swapped, one dropped or one
+    doubled ("lihgt", "ligt", "bedrooom")? A different letter is not a slip ("right" is no light)."""
+    if word == known or abs(len(word) - len(known)) > 1:
+        return False
+    if len(word) == len(known):
+        diff = [i for i, (a, b) in enumerate(zip(word, known, strict=True)) if a != b]
+        if len(diff) != 2 or diff[1] != diff[0] + 1:
+            return False
+        first, second = diff
+        return word[first] == known[second] and word[second] == known[first]
+    short, long_ = (word, known) if len(word) < len(known) else (known, word)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+# The device and room words a slip is read back to (five letters or more: short words are
+# too close to others; everyday words such as "kerja" or "makan" are left as typed).
+_SPELLED = tuple(
+    sorted(
+        {w for words in _KINDS.values() for phrase in words for w in phrase.split() if len(w) >= 5}
+        | {
+            "bedroom",
+            "kitchen",
+            "living",
+            "bathroom",
+            "garage",
+            "garden",
+            "office",
+            "lounge",
+            "gorden",
+            "kamar",
+            "dapur",
+        }
+    )
+)
+
+
+def spelled(text: str) -> str:
+    """The text with slips of device and room words read back ("the bedroom lihgt")."""
+    out = []
+    for word in re.findall(r"[\w'°%]+|\W+", text):
+        low = word.lower()
+        if len(low) >= 5 and low.isalpha() and low not in _SPELLED:
+            word = next((k for k in _SPELLED if _slip(low, k)), word)
+        out.append(word)
+    return "".join(out)
+
+
 def parse(text: str) -> Ask:
+    text = spelled(text)
     meant = felt(text)
     if meant is not None:
         return replace(parse(meant), implied=True)

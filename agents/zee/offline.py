@@ -17,7 +17,7 @@ from agents.model import FunctionCall
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.specialists import mine
 from agents.offline.words import Lang, has_any, in_language, join
-from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, felt, rooms_in
+from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, felt, rooms_in, spelled
 from agents.zee.home import RISKY_CATEGORIES
 
 # Words that put a clause in the smart home (the general vocabulary of agents/offline/words.py).
@@ -34,7 +34,7 @@ HOME_WORDS = (
 
 
 def claims(clause: str) -> bool:
-    return has_any(clause, HOME_WORDS) or felt(clause) is not None
+    return has_any(spelled(clause), HOME_WORDS) or felt(clause) is not None
 
 
 def room_of(device: dict[str, Any]) -> str | None:

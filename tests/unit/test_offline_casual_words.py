@@ -7,7 +7,7 @@ import pytest
 
 from agents.rafal.offline import _heard_from, _told, wants_workspace
 from agents.yori.offline import _said_name, _want, wants_music
-from agents.zee.asks import asks_of, felt
+from agents.zee.asks import asks_of, felt, spelled
 
 
 @pytest.mark.parametrize(
@@ -101,3 +101,23 @@ def test_mail_from_someone_without_the_word_email(text: str, who: str) -> None:
 )
 def test_a_day_asked_about_without_the_word_calendar(text: str) -> None:
     assert wants_workspace(text)
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("turn off the bedroom lihgt", "turn off the bedroom light"),
+        ("bedrom ligths on", "bedroom lights on"),
+        ("matiin lmapu kamar", "matiin lampu kamar"),
+        ("close the curtian", "close the curtain"),
+        ("turn off the right one", "turn off the right one"),  # a different letter is no slip
+        ("night light", "night light"),
+    ],
+)
+def test_slips_of_device_and_room_words_are_read_back(typed: str, read: str) -> None:
+    assert spelled(typed) == read
+
+
+def test_of_at_the_end_is_off() -> None:
+    (ask,) = asks_of("ligths of pls", "")
+    assert ask.kinds == ("dj",) and [(a.what, a.value) for a in ask.actions] == [("power", False)]
