@@ -256,6 +256,29 @@ def _content_words(text: str) -> set[str]:
     return {w for w in words_of(text).split() if w not in ignore and len(w) > 1}
 
 
+_SET_EN = re.compile(r"^Okay, I'll remind you to (.+) at [\d:]+", re.DOTALL)
+_SET_ID = re.compile(r"^Oke, jam [\d: A-Za-z]+ aku ingetin (.+) ya\.", re.DOTALL)
+
+
+def _just_set(s: Situation) -> str | None:
+    """The task of the reminder Ava set in answer to the person's previous message, when the
+    latest one points back at it ("actually cancel that", "batalin yang tadi")."""
+    if not has_any(s.request, ("that", "it", "this", "itu", "tadi", "yang tadi")):
+        return None
+    human_seen = False
+    for line in reversed(s.lines):
+        if line.by_human:
+            if human_seen:
+                return None
+            human_seen = True
+            continue
+        if human_seen and line.author == "Ava":
+            found = _SET_EN.match(line.text) or _SET_ID.match(line.text)
+            if found:
+                return found.group(1)
+    return None
+
+
 def _cancel(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     cancelled = s.last_result("cancel_wake")
     if cancelled is not None:
@@ -267,6 +290,8 @@ def _cancel(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     if listing is None:
         return "", [call("list_wakes", {})]
     wanted = _content_words(s.request)
+    if (just := _just_set(s)) is not None:
+        wanted = _content_words(just)
     scored = [(len(wanted & _content_words(w["note"])), w) for w in listing.get("wakes", [])]
     best = max((score for score, _ in scored), default=0)
     matches = [w for score, w in scored if score == best and best > 0]
@@ -306,7 +331,7 @@ def wake_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     """Ava's turn when it is about wake notes; None when it is about something else."""
     if s.trigger == "postera":
         return _woken(s)
-    kind = _kind(s.request)
+    kind = _kind(s.request) or ("cancel" if _just_set(s) and has_any(s.request, _CANCEL) else None)
     tools = getattr(s, "tools", None)  # the tools this run has, where the situation lists them
     if kind is None or (tools is not None and "schedule_wake" not in tools):
         return None

@@ -22,7 +22,7 @@ from agents.offline.words import Lang, has_any, words_of
 WORKSPACE_WORDS = (
     "email", "emails", "mail", "inbox", "calendar", "meeting", "meetings", "contact", "contacts", "surel",
     "kalender", "rapat", "kontak", "jadwal", "agenda", "appointment", "emailnya", "kontaknya", "kalenderku",
-    "jadwalku", "agendaku", "kontakku",
+    "jadwalku", "agendaku", "kontakku", "emailed", "ngemail", "emailin",
 )  # fmt: skip
 
 
@@ -66,7 +66,8 @@ _WEEKDAYS = {
 }  # fmt: skip
 _IN_CALENDAR = re.compile(r"\b(?:in|on|to|into|ke|di)\s+(?:my|the|your)?\s*(?:calendar|kalender(?:ku)?)\b", re.I)
 _ARTICLE = re.compile(r"^(?:an?|the|my|sebuah)\s+", re.IGNORECASE)
-_MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk")
+_MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk", "emailed", "ngemail", "emailin",
+               "ngirim email", "mails")  # fmt: skip
 _CALENDAR_WORDS = (
     "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
     "jadwalku", "agendaku", "meeting",
@@ -89,6 +90,13 @@ _HEARD_FROM = re.compile(
     r"|\b(?P<who3>[A-Za-z][\w-]+)\s+(?:udah|sudah|dah)\s+(?:bales|balas|bales email|balas email|ngebales)\b",
     re.IGNORECASE,
 )
+# One event asked about by its name: "when's my dentist appointment?", "kapan jadwal dentist?".
+_EVENT_ASKED = re.compile(
+    r"\bwhen(?:'s| is|s| are)? (?:my|the|our) (?P<what>[\w'-]+(?: [\w'-]+)??)(?: appointment| meeting| event| thing)?"
+    r"\s*\??$|\bkapan (?:jadwal |janji |acara )?(?P<what2>[\w'-]+)(?: (?:aku|ku|ya))?\s*\??$",
+    re.IGNORECASE,
+)
+_EVENT_DAYS = 30
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
     "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
@@ -266,6 +274,28 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     items = _join_names([f"{e['summary']} at {e['start'][11:16]}" for e in events], lang)
     items_id = _join_names([f"“{e['summary']}” jam {e['start'][11:16]}" for e in events], lang)
     return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
+
+
+def _event_named(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]]:
+    """When the next event of that name is, over the coming weeks."""
+    found = s.last_result("list_events")
+    if found is None:
+        span = {"time_min": now.isoformat(), "time_max": (now + timedelta(days=_EVENT_DAYS)).isoformat()}
+        return "", [call("list_events", {**span, "query": what, "limit": 5})]
+    events = found.get("events", [])
+    if not events:
+        return _pick(
+            lang,
+            f"I see nothing called “{what}” on your calendar in the next {_EVENT_DAYS} days.",
+            f"Aku nggak nemu “{what}” di kalendermu {_EVENT_DAYS} hari ke depan.",
+        ), []
+    event = events[0]
+    start = datetime.fromisoformat(event["start"])
+    return _pick(
+        lang,
+        f"{event['summary']} is on {start:%A %d %B} at {start:%H:%M}.",
+        f"“{event['summary']}” hari {_DAYS_ID[start.weekday()]} {start:%d/%m} jam {start:%H:%M}.",
+    ), []
 
 
 def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]] | None:
@@ -478,7 +508,7 @@ def wants_workspace(request: str) -> bool:
         return True
     if _CONTACT_ASK.search(request) or _contact_to_add(request) or _told(request):
         return True
-    if _heard_from(request) is not None or _DAY_ASKED.search(request):
+    if _heard_from(request) is not None or _DAY_ASKED.search(request) or _EVENT_ASKED.search(request):
         return True
     return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS) or has_any(request, _CONTACT_WORDS)
 
@@ -514,6 +544,8 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     add = _ADD.search(request)
     if add and now is not None and (added := _add_event(s, lang, now, add.group("what"))) is not None:
         return added
+    if now is not None and (asked := _EVENT_ASKED.search(request)) and _when(request) is None:
+        return _event_named(s, lang, now, asked.group("what") or asked.group("what2"))
     if now is not None and (has_any(request, _CALENDAR_WORDS) or _DAY_ASKED.search(request)):
         return _calendar(s, lang, now)
     if has_any(request, _MAIL_WORDS):

@@ -42,7 +42,9 @@ _NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song",
                 "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini",
                 "whats playing", "whats this song", "what song is this", "what's this", "whats this",
                 "what is this")  # fmt: skip
-_PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
+_PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya",
+          "turn it off", "turn off the music", "turn the music off", "switch it off", "matiin musiknya",
+          "matiin lagunya", "udahan musiknya", "enough music")  # fmt: skip
 _NEXT = (
     "next",
     "skip",
@@ -87,6 +89,9 @@ _DOWN = ("quieter", "softer", "down", "lower", "decrease", "reduce", "kecilin", 
 _LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya",
              "musiknya", "song", "lagu")  # fmt: skip
 _BY = re.compile(r"\bby\s+(\d{1,3})\b|\b(\d{1,3})\s*(?:%|persen|percent)?\s*(?:more|less|lagi)\b", re.IGNORECASE)
+# What "put some music on" plays when nothing was playing before: a genre, searched as any other.
+_ANYTHING = "pop"
+_PUT_ON = re.compile(r"\bput ((?:\w+ ){0,3}?\w+) (?:back )?on\b", re.IGNORECASE)
 _MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
 _UNMUTE = ("unmute", "unmute it", "sound back on", "turn the sound back on", "nyalain suaranya lagi", "bunyiin lagi")
 # What "unmute" brings a silent device back to: the volume before the mute is not kept anywhere.
@@ -172,6 +177,8 @@ def _device_words(request: str) -> set[str]:
 
 
 def _want(request: str) -> tuple[Want, Any] | None:
+    # "put some music on", "put the jazz back on": the same as "put on ..."
+    request = _PUT_ON.sub(r"put on \1", request)
     if has_any(request, _PLAYLIST):
         return "playlist", None
     named = _device_words(request)
@@ -286,8 +293,11 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     lang = s.lang
     kind, value = want
     name, last = s.results[-1] if s.results else ("", {})
+    if kind == "resume" and s.last_result("search_tracks") is not None:
+        return _play(s, lang, _ANYTHING)  # nothing was loaded to resume: something is played
     if "error" in last:
-        if name == "play" and "active" in str(last["error"]) and s.last_result("my_devices") is None:
+        if kind == "resume" and name == "play" and "Nothing is loaded" in str(last["error"]):
+            return _play(s, lang, _ANYTHING)
             return "", [call("my_devices", {})]
         return _failed(lang, str(last["error"]))
     if kind == "play" and has_any(s.previous_request, _PLAYLIST):

@@ -248,6 +248,15 @@ _FELT: tuple[tuple[tuple[str, ...], str], ...] = (
 )  # fmt: skip
 
 
+# The same feelings with the device named ("acnya kedinginan", "the light is too bright"): a step.
+_FELT_NAMED: tuple[tuple[tuple[str, ...], Action], ...] = (
+    (("hot", "too hot", "panas", "gerah", "kepanasan", "not cold enough", "kurang dingin"), Action("cooler", 1)),
+    (("cold", "too cold", "freezing", "chilly", "kedinginan", "terlalu dingin", "dingin banget"), Action("warmer", 1)),
+    (("too bright", "silau", "terlalu terang"), Action("brighter", -300)),
+    (("too dark", "gelap", "kurang terang"), Action("brighter", 300)),
+)
+
+
 def felt(text: str) -> str | None:
     """The request a statement about the room means ("it's so hot" -> the AC cooler), or None."""
     if is_question(text) or any(has_any(text, words) for words in _KINDS.values()):
@@ -260,8 +269,9 @@ def felt(text: str) -> str | None:
 
 def _slip(word: str, known: str) -> bool:
     """Is `word` a slip of the fingers for `known`: two letters swapped, one dropped or one
-    doubled ("lihgt", "ligt", "bedrooom")? A different letter is not a slip ("right" is no light)."""
-    if word == known or abs(len(word) - len(known)) > 1:
+    added ("lihgt", "ligt", "bedrooom")? A different letter is not a slip ("right" is no light)."""
+    # The first letter is kept: "flight" or "slight" is another word, not a slip of "light".
+    if word == known or abs(len(word) - len(known)) > 1 or word[0] != known[0]:
         return False
     if len(word) == len(known):
         diff = [i for i, (a, b) in enumerate(zip(word, known, strict=True)) if a != b]
@@ -320,6 +330,8 @@ def parse(text: str) -> Ask:
         others = tuple(o for o in others if o != "fan")  # "fan speed" is the AC's
     question = is_question(text)
     actions = () if question else _actions(text)
+    if kinds and not actions and not question:
+        actions = tuple(step for words, step in _FELT_NAMED if has_any(text, words))[:1]
     return Ask(
         kinds,
         rooms,

@@ -121,3 +121,8 @@ def test_slips_of_device_and_room_words_are_read_back(typed: str, read: str) -> 
 def test_of_at_the_end_is_off() -> None:
     (ask,) = asks_of("ligths of pls", "")
     assert ask.kinds == ("dj",) and [(a.what, a.value) for a in ask.actions] == [("power", False)]
+
+
+@pytest.mark.parametrize("text", ["book me a flight to Bali", "a slight delay", "what a plight"])
+def test_other_words_are_not_slips_of_device_words(text: str) -> None:
+    assert spelled(text) == text
