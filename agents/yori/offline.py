@@ -298,6 +298,7 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     if "error" in last:
         if kind == "resume" and name == "play" and "Nothing is loaded" in str(last["error"]):
             return _play(s, lang, _ANYTHING)
+        if name == "play" and "active" in str(last["error"]) and s.last_result("my_devices") is None:
             return "", [call("my_devices", {})]
         return _failed(lang, str(last["error"]))
     if kind == "play" and has_any(s.previous_request, _PLAYLIST):
