@@ -228,6 +228,12 @@ _ENGLISH = frozenset(
         "welcome",
         "i'm",
         "i",
+        # someone else's facts ("Maya likes orchids", "Sari's birthday is 12 May")
+        "likes",
+        "lives",
+        "works",
+        "allergic",
+        "birthday",
     ]
 )
 _INDONESIAN = frozenset(
@@ -288,6 +294,7 @@ _INDONESIAN = frozenset(
         "tahunmu",
         "tinggal",
         "kerja",
+        "suka",
     ]
 )
 

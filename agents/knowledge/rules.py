@@ -217,20 +217,42 @@ _BIRTHDAY = [
 ]
 
 
-# What a person named just before is said to be, with a pronoun in their place ("my daughter
-# is Nay and she's allergic to peanuts", "anakku Nay, dia alergi kacang").
+# What a person named before is said to be, with a pronoun in their place ("my daughter
+# is Nay and she's allergic to peanuts", "anakku Nay, dia alergi kacang", "my sister Sari,
+# her birthday is 12 May", "ulang tahunnya 3 Juni"): (relation, sentence, pattern, slot).
 _THEY = r"(?:she|he|they|dia|beliau)"
-_THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("allergic_to", "is allergic to", re.compile(
-        rf"\b{_THEY}(?:'s| is| are|'re)? (?:very |severely |really |a bit )?allergic to (?P<obj>.+)", re.I)),
-    ("allergic_to", "is allergic to", re.compile(
-        rf"\b{_THEY} (?:punya )?alergi(?: sama| terhadap| dengan)? (?P<obj>.+)", re.I)),
-    ("likes", "likes", re.compile(
+_THEIR = r"(?:her|his|their)"
+_THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
+    ("allergic_to", "{who} is allergic to {obj}", re.compile(
+        rf"\b{_THEY}(?:'s| is| are|'re)? (?:very |severely |really |a bit )?allergic to (?P<obj>.+)", re.I), None),
+    ("allergic_to", "{who} is allergic to {obj}", re.compile(
+        rf"\b{_THEY} (?:punya )?alergi(?: sama| terhadap| dengan)? (?P<obj>.+)", re.I), None),
+    ("allergic_to", "{who} is allergic to {obj}", re.compile(
+        rf"\b{_THEIR} (?:allergy|allergies) (?:is|are|:) (?P<obj>.+)", re.I), None),
+    ("likes", "{who} likes {obj}", re.compile(
         rf"\b{_THEY} (?:really )?(?:likes|loves|like|love|suka banget sama|suka banget|suka sama|suka) (?P<obj>.+)",
-        re.I)),
-    ("lives_in", "lives in", re.compile(rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I)),
-    ("works_at", "works at", re.compile(rf"\b{_THEY} (?:works|work|kerja|bekerja) (?:at|for|di) (?P<obj>.+)", re.I)),
+        re.I), None),
+    ("lives_in", "{who} lives in {obj}", re.compile(
+        rf"\b{_THEY} (?:lives|live|tinggal) (?:in|di) (?P<obj>.+)", re.I), None),
+    ("works_at", "{who} works at {obj}", re.compile(
+        rf"\b{_THEY} (?:works|work|kerja|bekerja) (?:at|for|di) (?P<obj>.+)", re.I), None),
+    ("favourite", "{who}'s favourite {cat} is {obj}", re.compile(
+        rf"\b{_THEIR} (?:all[- ]time )?favou?rite (?P<cat>[a-z]+) (?:is|was|=) (?P<obj>.+)", re.I), "favourite"),
+    ("favourite", "{who}'s favourite {cat} is {obj}", re.compile(
+        r"\b(?P<cat>makanan|minuman|lagu|film|tempat|warna|buku) (?:favorit|favorite|kesukaan)(?:nya| dia) "
+        r"(?:adalah |itu )?(?P<obj>.+)", re.I), "favourite"),
+    ("birthday", "{who}'s birthday is {obj}", re.compile(
+        rf"\b{_THEIR} (?:birthday|bday|b-day)(?:'s| is| falls on| was)? (?:on |in )?(?P<obj>.+)", re.I),
+        "birthday"),
+    ("birthday", "{who}'s birthday is {obj}", re.compile(
+        rf"\b(?:{_THEY} (?:was )?born (?:on|in) |(?:ulang tahun|ultah)(?:nya| dia) "
+        r"(?:tanggal |tgl |pada |itu |jatuh )*)(?P<obj>.+)", re.I), "birthday"),
 )  # fmt: skip
+# Who a pronoun can stand for: "her" is not the brother, "his" not the sister ("dia" anyone).
+_FEMALE = frozenset(("wife", "girlfriend", "sister", "mother", "daughter", "aunt", "grandmother", "niece"))
+_MALE = frozenset(("husband", "boyfriend", "brother", "father", "son", "uncle", "grandfather", "nephew"))
+_SHE = re.compile(r"\b(?:she|her|she's)\b", re.I)
+_HE = re.compile(r"\b(?:he|his|him|he's)\b", re.I)
 
 
 def _clean(raw: str) -> str | None:
@@ -402,34 +424,57 @@ class _Reader:
                 return True
         return False
 
-    def _theirs(self, message_id: str, clause: str) -> None:
-        """A fact about the person last named in this message, said with a pronoun."""
-        named = [c for c in self.claims if c.message_id == message_id and c.object.type == "person"]
-        if not named:
-            return
-        who = Mention(named[-1].object.name, "person")
-        for relation, phrase, pattern in _THEIR_FACTS:
-            match = pattern.search(clause)
-            if match and (objects := _items(match.group("obj"))):
-                for thing in objects:
-                    kind: EntityType = _food_or(thing, "thing")
-                    self._claim(message_id, relation, Mention(thing, kind), f"{who.name} {phrase} {thing}", None, who)
-                return
+    def _referent(self, message_id: str, clause: str) -> Mention | None:
+        """The person a pronoun stands for: the last one named in this message, else in the
+        messages read before it, else the newest one the graph knows, whose relation does
+        not contradict the pronoun ("her" is never the brother)."""
+        female, male = bool(_SHE.search(clause)), bool(_HE.search(clause))
+        here = [c for c in self.claims if c.message_id == message_id]
+        before = [c for c in self.claims if c.message_id != message_id]
+        for claim in (*reversed(here), *reversed(before), *self._known):
+            if claim.object.type == "person" and not claim.object.is_self:
+                person, relation = claim.object, claim.relation
+            elif not claim.subject.is_self and claim.subject.type == "person":
+                person, relation = claim.subject, ""
+            else:
+                continue
+            if (female and relation in _MALE) or (male and relation in _FEMALE):
+                continue
+            return Mention(person.name, "person")
+        return None
 
-    def _people(self, message_id: str, clause: str) -> None:
-        for pattern in _PEOPLE:
+    def _theirs(self, message_id: str, clause: str) -> None:
+        """A fact about someone named before (in this message or earlier), said with a pronoun."""
+        for relation, template, pattern, slot in _THEIR_FACTS:
             match = pattern.search(clause)
             if not match:
                 continue
-            name = _name_in(match.group("name"))
-            if not name:
-                continue
-            rel = match.group("rel").lower()
-            relation = _RELATIONS.get(rel, rel)
-            slot = f"relation:{relation}" if relation in _EXCLUSIVE_RELATIONS else None
-            text = f"{name} is {self.name}'s {relation}"
-            self._claim(message_id, relation.replace(" ", "_"), Mention(name, "person"), text, slot)
+            objects = [o for o in [_clean(match.group("obj"))] if o] if slot else _items(match.group("obj"))
+            who = self._referent(message_id, clause) if objects else None
+            if who is None:
+                return
+            said = match.groupdict().get("cat")
+            cat, of_kind = _category(said) if said else ("", "thing")
+            for thing in objects:
+                kind: EntityType = "event" if relation == "birthday" else _food_or(thing, of_kind)
+                text = template.format(who=who.name, obj=thing, cat=cat)
+                self._claim(message_id, relation, Mention(thing, kind), text, f"{slot}:{cat}" if cat else slot, who)
             return
+
+    def _people(self, message_id: str, clause: str) -> None:
+        # Every person the clause names ("my sister is Rina and my brother is Dimas"), once each.
+        named: set[str] = set()
+        for pattern in _PEOPLE:
+            for match in pattern.finditer(clause):
+                name = _name_in(match.group("name"))
+                if not name or name in named:
+                    continue
+                named.add(name)
+                rel = match.group("rel").lower()
+                relation = _RELATIONS.get(rel, rel)
+                slot = f"relation:{relation}" if relation in _EXCLUSIVE_RELATIONS else None
+                text = f"{name} is {self.name}'s {relation}"
+                self._claim(message_id, relation.replace(" ", "_"), Mention(name, "person"), text, slot)
 
 
 _RULES: tuple[Callable[[_Reader, str, str], bool], ...] = (
@@ -449,6 +494,23 @@ def read_claims(*, person_name: str, messages: Sequence[KnowledgeMessage], known
         if message.author == "human":
             reader.read(message)
     return reader.claims
+
+
+def person_meant(*, clause: str, messages: Sequence[KnowledgeMessage]) -> str | None:
+    """Who "her", "his" or "dia" in `clause` stands for, from the people the person's own
+    messages named (the latest that fits), or None: the offline model asks the graph
+    about that person ("what's her birthday?" after "my sister Sari, ...")."""
+    reader = _Reader("", ())
+    for message in messages:
+        if message.author == "human":
+            reader.read(message)
+    who = reader._referent("", clause)
+    return who.name if who is not None else None
+
+
+def about_someone(text: str) -> bool:
+    """Does the text state a fact about someone by pronoun alone ("his birthday is 1 June")?"""
+    return any(pattern.search(text) for _, _, pattern, _ in _THEIR_FACTS)
 
 
 class RuleExtractor:

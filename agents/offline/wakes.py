@@ -21,7 +21,10 @@ from agents.offline.skillset import skills_of
 from agents.offline.words import Lang, has_any, intent_of, words_of
 from agents.roster import current_roster
 
-_SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku")
+_SCHEDULE = ("remind me", "remind", "ingatkan", "ingetin", "ingatin", "ingatkan aku", "ingetin aku", "wake me",
+             "wake me up", "bangunin", "bangunkan")  # fmt: skip
+# "wake me up at 6": the task is waking up, in the person's language.
+_WAKE_ME = re.compile(r"\b(?:wake me(?: up)?|bangunin(?: aku| saya| gue)?|bangunkan(?: aku| saya)?)\b", re.I)
 _LIST = (
     "what are you reminding me",
     "what will you remind me",
@@ -140,13 +143,20 @@ def _has_time(request: str) -> bool:
 _DAY = re.compile(r"\b(?:tomorrow|today|tonight|this (?:morning|afternoon|evening)|besok|hari ini|nanti malam)\b", re.I)
 
 
+_COURTESY_END = re.compile(r"(?:[\s,]+(?:ya|yah|yaa|dong|deh|ok|okay|oke|please|pls|plz|thanks|makasih|thx))+$", re.I)
+
+
 def _task(request: str, lang: Lang) -> str:
     """What to be reminded of, in the person's words (pronouns turned to "you")."""
+    if _WAKE_ME.search(request) and not re.search(r"remind|ingat|inget", request, re.I):
+        return _pick(lang, "wake up", "bangun")
     # The day is said with the time ("at 07:00 tomorrow"), never inside the task.
     text = _DAY.sub(" ", _CLOCK.sub(" ", _RELATIVE.sub(" ", request)))
     match = (_TASK_ID if lang == "id" else _TASK_EN).search(text) or _TASK_EN.search(text) or _TASK_ID.search(text)
     task = " ".join((match.group(1) if match else text).split()).strip(" .!,;")
     task = re.sub(r"^(?:to|untuk|buat)\s+", "", task, flags=re.IGNORECASE)
+    # Politeness at the end is said to Ava, not part of the task ("... jam 8 malam ya", "..., please").
+    task = _COURTESY_END.sub("", task).strip(" .!,;")
     if lang == "en":
         task = " ".join(_PRONOUNS.get(w.lower(), w) for w in task.split())
     return task
@@ -246,6 +256,29 @@ def _content_words(text: str) -> set[str]:
     return {w for w in words_of(text).split() if w not in ignore and len(w) > 1}
 
 
+_SET_EN = re.compile(r"^Okay, I'll remind you to (.+) at [\d:]+", re.DOTALL)
+_SET_ID = re.compile(r"^Oke, jam [\d: A-Za-z]+ aku ingetin (.+) ya\.", re.DOTALL)
+
+
+def _just_set(s: Situation) -> str | None:
+    """The task of the reminder Ava set in answer to the person's previous message, when the
+    latest one points back at it ("actually cancel that", "batalin yang tadi")."""
+    if not has_any(s.request, ("that", "it", "this", "itu", "tadi", "yang tadi")):
+        return None
+    human_seen = False
+    for line in reversed(s.lines):
+        if line.by_human:
+            if human_seen:
+                return None
+            human_seen = True
+            continue
+        if human_seen and line.author == "Ava":
+            found = _SET_EN.match(line.text) or _SET_ID.match(line.text)
+            if found:
+                return found.group(1)
+    return None
+
+
 def _cancel(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     cancelled = s.last_result("cancel_wake")
     if cancelled is not None:
@@ -257,6 +290,8 @@ def _cancel(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
     if listing is None:
         return "", [call("list_wakes", {})]
     wanted = _content_words(s.request)
+    if (just := _just_set(s)) is not None:
+        wanted = _content_words(just)
     scored = [(len(wanted & _content_words(w["note"])), w) for w in listing.get("wakes", [])]
     best = max((score for score, _ in scored), default=0)
     matches = [w for score, w in scored if score == best and best > 0]
@@ -296,7 +331,7 @@ def wake_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     """Ava's turn when it is about wake notes; None when it is about something else."""
     if s.trigger == "postera":
         return _woken(s)
-    kind = _kind(s.request)
+    kind = _kind(s.request) or ("cancel" if _just_set(s) and has_any(s.request, _CANCEL) else None)
     tools = getattr(s, "tools", None)  # the tools this run has, where the situation lists them
     if kind is None or (tools is not None and "schedule_wake" not in tools):
         return None

@@ -22,7 +22,7 @@ from agents.offline.words import Lang, has_any, words_of
 WORKSPACE_WORDS = (
     "email", "emails", "mail", "inbox", "calendar", "meeting", "meetings", "contact", "contacts", "surel",
     "kalender", "rapat", "kontak", "jadwal", "agenda", "appointment", "emailnya", "kontaknya", "kalenderku",
-    "jadwalku", "agendaku", "kontakku",
+    "jadwalku", "agendaku", "kontakku", "emailed", "ngemail", "emailin",
 )  # fmt: skip
 
 
@@ -32,13 +32,30 @@ def claims(clause: str) -> bool:
 
 _SEND = re.compile(
     r"\b(?:send|write|email|mail)\b(?:\s+(?:an?|the))?(?:\s+(?:email|e-mail|mail|message|note))?\s+(?:to\s+)?"
-    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them))\s*:?\s+(?P<what>.+)",
+    r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:saying|that|to say|telling (?:him|her|them)|and say|"
+    r"and tell (?:him|her|them)|and let (?:him|her|them) know)\s*:?\s+(?:that\s+)?(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
 )
 _SEND_ID = re.compile(
     r"\b(?:kirim|kirimin|kirimkan)\s+(?:email|e-mail|surel|pesan)\s+(?:ke|kepada|buat)\s+"
     r"(?P<who>[\w.+-]+(?:@[\w.-]+)?)\s+(?:bilang|bahwa|isinya|kalau)\s*:?\s+(?P<what>.+)",
     re.IGNORECASE | re.DOTALL,
+)
+# A message for someone, said as to a person: "tell Budi I'm running late", "let Sari know
+# I'll be there at 7", "bilangin Budi aku telat". Sent as an email, after the person's yes.
+_TELL = re.compile(
+    r"^(?:(?:can|could|would) you\s+|please\s+|pls\s+)?(?:tell|let|inform|message|ping)\s+(?P<who>[A-Za-z][\w-]*)\s+"
+    r"(?:know\s+)?(?:that\s+)?(?P<what>.{3,})",
+    re.IGNORECASE | re.DOTALL,
+)
+_TELL_ID = re.compile(
+    r"^(?:tolong\s+)?(?:bilangin|bilangin ke|bilang ke|kasih tau|kasih tahu|kabarin)\s+(?P<who>[A-Za-z][\w-]*)\s+"
+    r"(?:kalau|kalo|bahwa|bilang)?\s*(?P<what>.{3,})",
+    re.IGNORECASE | re.DOTALL,
+)
+# Never someone to write to: "tell me a joke", "let me know", "tell Zee to turn it off".
+_NOT_TOLD = frozenset(
+    "me us him her them it everyone ava zee yori rafal you aku saya gue kamu dia what who when where how".split()  # noqa: SIM905
 )
 _ADD = re.compile(r"\b(?:add|schedule|put|tambah|tambahin|tambahkan|jadwalkan|catat)\b\s+(?P<what>.+)", re.IGNORECASE)
 _WHEN_SPLIT = re.compile(r"\s+(?:on|at|this|next|tomorrow|today|pada|hari|jam|pukul|besok|nanti)\b.*$", re.IGNORECASE)
@@ -49,14 +66,40 @@ _WEEKDAYS = {
 }  # fmt: skip
 _IN_CALENDAR = re.compile(r"\b(?:in|on|to|into|ke|di)\s+(?:my|the|your)?\s*(?:calendar|kalender(?:ku)?)\b", re.I)
 _ARTICLE = re.compile(r"^(?:an?|the|my|sebuah)\s+", re.IGNORECASE)
-_MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk")
+_MAIL_WORDS = ("email", "emails", "mail", "inbox", "surel", "e-mail", "pesan masuk", "emailed", "ngemail", "emailin",
+               "ngirim email", "mails")  # fmt: skip
 _CALENDAR_WORDS = (
     "calendar", "kalender", "schedule", "jadwal", "agenda", "events", "acara", "meetings", "rapat", "kalenderku",
     "jadwalku", "agendaku", "meeting",
 )  # fmt: skip
+# The calendar asked about without naming it: "what's on my plate today", "am I free on
+# Wednesday?", "besok aku ada acara apa aja".
+_DAY_ASKED = re.compile(
+    r"\b(?:on my plate|what do i have|what have i got|what've i got|what(?:'s| is) my day|how(?:'s| is) my day|"
+    r"am i (?:free|busy)|do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
+    r"planned)|my day look|ada acara|acara apa|sibuk (?:gak|nggak|ga|ngga|enggak)|aku ada apa|ada apa aja)\b",
+    re.IGNORECASE,
+)
+# Mail from someone asked about without saying "email": "did Sari write back?", "got
+# anything from Budi?", "udah ada kabar dari Sari?".
+_HEARD_FROM = re.compile(
+    r"\b(?:did|has|have)\s+(?P<who>[A-Za-z][\w-]+)\s+(?:write|wrote|written|reply|replied|answer(?:ed)?|"
+    r"respond(?:ed)?|get|got|gotten|email(?:ed)?|mail(?:ed)?)\b(?:\s+(?:back|me|to me))?"
+    r"|\b(?:anything|any word|any news|any mail|any message|news|word|heard|hear|kabar|balasan|apa-apa)\s+"
+    r"(?:back\s+)?(?:from|dari)\s+(?P<who2>[A-Za-z][\w-]+)"
+    r"|\b(?P<who3>[A-Za-z][\w-]+)\s+(?:udah|sudah|dah)\s+(?:bales|balas|bales email|balas email|ngebales)\b",
+    re.IGNORECASE,
+)
+# One event asked about by its name: "when's my dentist appointment?", "kapan jadwal dentist?".
+_EVENT_ASKED = re.compile(
+    r"\bwhen(?:'s| is|s| are)? (?:my|the|our) (?P<what>[\w'-]+(?: [\w'-]+)??)(?: appointment| meeting| event| thing)?"
+    r"\s*\??$|\bkapan (?:jadwal |janji |acara )?(?P<what2>[\w'-]+)(?: (?:aku|ku|ya))?\s*\??$",
+    re.IGNORECASE,
+)
+_EVENT_DAYS = 30
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
-    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+    "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
 )  # fmt: skip
 
 
@@ -233,6 +276,28 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     return _pick(lang, f"Your calendar {en}{where}: {items}.", f"Jadwalmu {id_}{where}: {items_id}."), []
 
 
+def _event_named(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]]:
+    """When the next event of that name is, over the coming weeks."""
+    found = s.last_result("list_events")
+    if found is None:
+        span = {"time_min": now.isoformat(), "time_max": (now + timedelta(days=_EVENT_DAYS)).isoformat()}
+        return "", [call("list_events", {**span, "query": what, "limit": 5})]
+    events = found.get("events", [])
+    if not events:
+        return _pick(
+            lang,
+            f"I see nothing called “{what}” on your calendar in the next {_EVENT_DAYS} days.",
+            f"Aku nggak nemu “{what}” di kalendermu {_EVENT_DAYS} hari ke depan.",
+        ), []
+    event = events[0]
+    start = datetime.fromisoformat(event["start"])
+    return _pick(
+        lang,
+        f"{event['summary']} is on {start:%A %d %B} at {start:%H:%M}.",
+        f"“{event['summary']}” hari {_DAYS_ID[start.weekday()]} {start:%d/%m} jam {start:%H:%M}.",
+    ), []
+
+
 def _add_event(s: Situation, lang: Lang, now: datetime, what: str) -> tuple[str, list[FunctionCall]] | None:
     added = s.last_result("add_event")
     if added is not None:
@@ -301,6 +366,23 @@ _NOT_A_NAME = frozenset(
 )
 
 
+def _told(request: str) -> tuple[str, str] | None:
+    """Who to write to and what, for "tell Budi I'm running late"; None for "tell me a joke"."""
+    tell = _TELL.search(request) or _TELL_ID.search(request)
+    if tell is None or tell.group("who").lower() in _NOT_TOLD:
+        return None
+    return tell.group("who"), tell.group("what")
+
+
+def _heard_from(request: str) -> str | None:
+    """The person asked about in "did Sari write back?", "anything from Budi?", or None."""
+    match = _HEARD_FROM.search(request)
+    if match is None:
+        return None
+    who = match.group("who") or match.group("who2") or match.group("who3")
+    return None if who.lower() in _PRONOUNS | _NOT_A_NAME | {"you", "i", "we", "the", "ava", "he", "she"} else who
+
+
 def _reads_one(request: str) -> bool:
     return has_any(request, _READ_VERBS) and (has_any(request, _ONE) or bool(_FROM.search(request)))
 
@@ -325,11 +407,11 @@ def _address_of(sender: str) -> str:
     return found.group(0) if found else sender
 
 
-def _read_one(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+def _read_one(s: Situation, lang: Lang, sender: str | None = None) -> tuple[str, list[FunctionCall]]:
     found = s.last_result("read_messages")
     if found is None:
         who = _FROM.search(s.request)
-        name = who.group(1) if who and who.group(1).lower() not in _PRONOUNS else None
+        name = who.group(1) if who and who.group(1).lower() not in _PRONOUNS else sender
         query = f"from:{name}" if name else "in:inbox"
         return "", [call("read_messages", {"query": query, "limit": 1})]
     messages = found.get("messages", [])
@@ -424,7 +506,9 @@ def wants_workspace(request: str) -> bool:
         _reads_one(request) and has_any(request, ("latest", "newest", "terbaru", "terakhir"))
     ):
         return True
-    if _CONTACT_ASK.search(request) or _contact_to_add(request):
+    if _CONTACT_ASK.search(request) or _contact_to_add(request) or _told(request):
+        return True
+    if _heard_from(request) is not None or _DAY_ASKED.search(request) or _EVENT_ASKED.search(request):
         return True
     return has_any(request, _CALENDAR_WORDS) or has_any(request, _MAIL_WORDS) or has_any(request, _CONTACT_WORDS)
 
@@ -444,6 +528,10 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     send = _SEND.search(request) or _SEND_ID.search(request)
     if send:
         return _send(s, lang, send.group("who"), send.group("what"))
+    if (told := _told(request)) is not None:
+        return _send(s, lang, *told)
+    if (sender := _heard_from(request)) is not None:
+        return _read_one(s, lang, sender)
     reply = _REPLY.search(request)
     if reply:
         return _reply(s, lang, reply.group("who"), reply.group("what"))
@@ -456,7 +544,9 @@ def mail_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     add = _ADD.search(request)
     if add and now is not None and (added := _add_event(s, lang, now, add.group("what"))) is not None:
         return added
-    if now is not None and has_any(request, _CALENDAR_WORDS):
+    if now is not None and (asked := _EVENT_ASKED.search(request)) and _when(request) is None:
+        return _event_named(s, lang, now, asked.group("what") or asked.group("what2"))
+    if now is not None and (has_any(request, _CALENDAR_WORDS) or _DAY_ASKED.search(request)):
         return _calendar(s, lang, now)
     if has_any(request, _MAIL_WORDS):
         return _read_mail(s, lang)

@@ -22,7 +22,8 @@ MUSIC_WORDS = (
     "playing", "jazz", "musik", "lagu", "lagunya", "putar", "puterin", "putarkan", "setel", "jeda",
     "louder", "quieter", "softer", "volumenya", "suaranya", "gedein", "kecilin", "kecilkan", "keraskan", "kerasin",
     "playlists", "playlistku", "playlistnya", "daftar putar", "speaker", "speakers", "speakernya", "musiknya",
-    "musikku", "laguku",
+    "musikku", "laguku", "mute", "unmute", "too loud", "kekencengan", "kekerasan", "this song", "lagu ini",
+    "who sings", "penyanyinya", "too quiet", "kekecilan",
 )  # fmt: skip
 
 
@@ -31,11 +32,19 @@ def claims(clause: str) -> bool:
 
 
 Want = Literal[
-    "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move"
+    "play", "resume", "pause", "next", "previous", "volume", "louder", "now_playing", "playlist", "devices", "move",
+    "unmute",
 ]  # fmt: skip
 
-_NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan")
-_PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya")
+_NOW_PLAYING = ("what's playing", "what is playing", "now playing", "what song", "which song", "lagu apa", "lagu apaan",
+                "who sings", "who's singing", "who is singing", "who's this", "who is this", "song called",
+                "what's this song", "what is this song", "name of this song", "this song called", "siapa yang nyanyi",
+                "siapa penyanyinya", "penyanyinya siapa", "judul lagunya", "judulnya apa", "lagu apa ini",
+                "whats playing", "whats this song", "what song is this", "what's this", "whats this",
+                "what is this")  # fmt: skip
+_PAUSE = ("pause", "stop the music", "stop music", "stop", "jeda", "jedain", "hentikan", "berhenti", "stop lagunya",
+          "turn it off", "turn off the music", "turn the music off", "switch it off", "matiin musiknya",
+          "matiin lagunya", "udahan musiknya", "enough music")  # fmt: skip
 _NEXT = (
     "next",
     "skip",
@@ -46,18 +55,47 @@ _NEXT = (
     "lagu berikutnya",
     "ganti lagu",
     "skip lagu",
+    # said about the song rather than to the player: "I don't like this song", "ganti lagu lain"
+    "don't like this song",
+    "dont like this song",
+    "don't like this one",
+    "dont like this one",
+    "hate this song",
+    "something else",
+    "another song",
+    "a different song",
+    "lagu lain",
+    "ganti lagunya",
+    "nggak suka lagu ini",
+    "gak suka lagu ini",
+    "ga suka lagu ini",
 )
 _PREVIOUS = ("previous", "go back", "last song", "sebelumnya", "lagu sebelumnya")
 _RESUME = ("resume", "continue", "unpause", "lanjutkan", "lanjutin", "terusin")
-_PLAY = re.compile(r"\b(?:play|putar|putarkan|puterin|setel|setelin|mainkan)\b(.*)", re.IGNORECASE)
+_PLAY = re.compile(
+    r"\b(?:play|put on|putar|putarkan|puterin|setel|setelin|mainkan|dengerin|"
+    r"(?:wanna|want to|like to|let's|lets|let me|can i|could i|mau)\s+(?:hear|listen to|dengerin))\b(.*)",
+    re.IGNORECASE,
+)
 _VOLUME = re.compile(r"\b(?:volume|volumenya|vol)\b\D{0,12}?(-?\d{1,4})\s*%?", re.IGNORECASE)
 # A volume change by how much ("a bit louder", "turn it down a lot", "kecilin dikit").
 _UP = ("louder", "up", "turn it up", "raise", "increase", "gedein", "gedeín", "besarin", "besarkan", "keraskan",
-       "kerasin", "naikin", "naikkan", "kencengin")  # fmt: skip
+       "kerasin", "naikin", "naikkan", "kencengin", "can't hear", "cant hear", "cannot hear", "can not hear",
+       "barely hear", "nggak kedengeran", "gak kedengeran", "ga kedengeran", "kurang kenceng", "kurang keras",
+       "too quiet", "too soft", "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
 _DOWN = ("quieter", "softer", "down", "lower", "decrease", "reduce", "kecilin", "kecilkan", "pelanin", "pelankan",
-         "turunin", "turunkan")  # fmt: skip
-_LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya")
+         "turunin", "turunkan", "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng")  # fmt: skip
+# "I can't hear the music" is the music's volume; "I can't hear you" is not.
+_LOUDNESS = ("volume", "volumenya", "vol", "louder", "quieter", "softer", "suaranya", "music", "musik", "it", "lagunya",
+             "musiknya", "song", "lagu")  # fmt: skip
 _BY = re.compile(r"\bby\s+(\d{1,3})\b|\b(\d{1,3})\s*(?:%|persen|percent)?\s*(?:more|less|lagi)\b", re.IGNORECASE)
+# What "put some music on" plays when nothing was playing before: a genre, searched as any other.
+_ANYTHING = "pop"
+_PUT_ON = re.compile(r"\bput ((?:\w+ ){0,3}?\w+) (?:back )?on\b", re.IGNORECASE)
+_MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
+_UNMUTE = ("unmute", "unmute it", "sound back on", "turn the sound back on", "nyalain suaranya lagi", "bunyiin lagi")
+# What "unmute" brings a silent device back to: the volume before the mute is not kept anywhere.
+_UNMUTED_PERCENT = 50
 _A_LOT = ("a lot", "much", "way", "banyak", "banget")
 # A mood or an activity, played as the genre that suits it.
 _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -73,7 +111,8 @@ _MOODS: tuple[tuple[tuple[str, ...], str], ...] = (
 # Words around what to play that are not what to play.
 _FILLER_WORDS = (
     "some a an the me my music musik song songs lagu lagu2 track tracks please dong ya yang untuk buat aku saya "
-    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play pls plz"
+    "something sesuatu yori to for while i'm im music vibes vibe kind of sort tunes yg dong deh nih play pls plz "
+    "it again that ok okay lagi"
 )
 _FILLER = frozenset(_FILLER_WORDS.split())
 
@@ -85,7 +124,9 @@ def _pick(lang: Lang, en: str, id_: str) -> str:
 def _step(request: str) -> int | None:
     """A change of volume asked for, in points (+ louder, - quieter), or None."""
     up, down = has_any(request, _UP), has_any(request, _DOWN)
-    alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin")
+    alone = ("louder", "quieter", "softer", "gedein", "kecilin", "kecilkan", "kerasin", "keraskan", "pelanin",
+             "too loud", "kekencengan", "kekerasan", "terlalu keras", "terlalu kenceng", "too quiet", "too soft",
+             "terlalu pelan", "kekecilan", "kepelanan")  # fmt: skip
     if up == down or not (has_any(request, _LOUDNESS) or has_any(request, alone)):
         return None
     by = _BY.search(request)
@@ -104,7 +145,15 @@ def _mood(query: str) -> str:
 
 # Playlists, the person's playback devices, and moving what plays from one to another.
 _PLAYLIST = ("playlist", "playlists", "playlistku", "playlistnya", "playlist2", "daftar putar", "mixtape")
-_PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle")
+_PLAY_VERB = ("play", "putar", "putarkan", "puterin", "puter", "setel", "setelin", "mainkan", "start", "shuffle",
+              "put on", "dengerin", "listen to")  # fmt: skip
+# Words around a playlist's name that are not its name ("play the playlist called Chill").
+_NOT_NAME_WORDS = (
+    "playlist playlists playlistku playlistnya daftar putar called named namanya bernama judulnya yang on put can "
+    "could would you u your pls please tolong dong ya ku gue gw saya start shuffle puter putar putarkan puterin "
+    "setel setelin mainkan dengerin listen hear just again lagi the of with"
+)
+_NOT_NAME = _FILLER | frozenset(_NOT_NAME_WORDS.split())
 _TRACKS_OF = ("what's on", "what is on", "what's in", "what is in", "songs", "tracks", "isi", "isinya", "lagu apa",
               "lagu2", "lagunya apa", "apa aja lagunya", "lagu-lagu", "show me", "liat", "lihat")  # fmt: skip
 _MOVE = ("move", "switch", "transfer", "send", "put", "back to", "continue on", "pindah", "pindahin", "balikin",
@@ -128,6 +177,8 @@ def _device_words(request: str) -> set[str]:
 
 
 def _want(request: str) -> tuple[Want, Any] | None:
+    # "put some music on", "put the jazz back on": the same as "put on ..."
+    request = _PUT_ON.sub(r"put on \1", request)
     if has_any(request, _PLAYLIST):
         return "playlist", None
     named = _device_words(request)
@@ -136,6 +187,10 @@ def _want(request: str) -> tuple[Want, Any] | None:
     asking = ("list", "show", "daftar", "which", "what", "apa aja", "apa saja", "mana aja", "mana saja")
     if has_any(request, _DEVICE_ASK) and (is_question(request) or has_any(request, asking)):
         return "devices", None
+    if has_any(request, _UNMUTE):
+        return "unmute", None
+    if has_any(request, _MUTE):
+        return "volume", 0
     volume = _VOLUME.search(request)
     if volume:
         return "volume", int(volume.group(1))
@@ -159,8 +214,15 @@ def _want(request: str) -> tuple[Want, Any] | None:
     return None
 
 
+# Words that are about the music only once it is being talked about ("what's this?" after
+# "play some jazz"): Yori answers them as a follow-up, never claims them from nothing.
+_VAGUE = ("what's this", "whats this", "what is this", "who's this", "who is this", "something else")
+
+
 def wants_music(request: str) -> bool:
     """Is this one of Yori's requests ("next", "volume 30", "what's playing?")?"""
+    if has_any(request, _VAGUE) and not has_any(request, MUSIC_WORDS):
+        return False
     return _want(request) is not None
 
 
@@ -186,17 +248,32 @@ def _failed(lang: Lang, error: str) -> tuple[str, list[FunctionCall]]:
     return _pick(lang, f"I couldn't do that: {reason}.", f"Maaf, gagal: {reason}."), []
 
 
-def _play(s: Situation, lang: Lang, query: str) -> tuple[str, list[FunctionCall]]:
+def _play(
+    s: Situation, lang: Lang, query: str, *, missing: str = "", names: str = ""
+) -> tuple[str, list[FunctionCall]]:
+    """Search, then play the first track found. `missing`: the playlist name asked for that
+    the person does not have, said before what plays instead (`names`: the ones they have)."""
     name, last = s.results[-1] if s.results else ("", {})
     found = s.last_result("search_tracks")
     if found is None:
         return "", [call("search_tracks", {"query": query, "limit": 5})]
     tracks = found.get("tracks", [])
+    if not tracks and missing:
+        return _pick(
+            lang,
+            f"You have no playlist called “{missing}”. Which one: {names}?".replace(" and ", " or "),
+            f"Kamu nggak punya playlist “{missing}”. Yang mana: {names}?".replace(" dan ", " atau "),
+        ), []
     if not tracks:
         return _pick(lang, f"I couldn't find anything for “{query}”.", f"Aku nggak nemu lagu buat “{query}”."), []
     first = tracks[0]
     if name == "play" and "error" not in last:
-        return _pick(
+        instead = _pick(
+            lang,
+            f"You have no playlist called “{missing}”, so here's something that fits. ",
+            f"Kamu nggak punya playlist “{missing}”, jadi aku puterin yang cocok. ",
+        )
+        return (instead if missing else "") + _pick(
             lang, f"Now playing {_track_words(first)}", f"Sekarang muter {_track_words(first, lang)}"
         ) + _where(lang, last) + ".", []
     if name == "my_devices":
@@ -216,7 +293,11 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
     lang = s.lang
     kind, value = want
     name, last = s.results[-1] if s.results else ("", {})
+    if kind == "resume" and s.last_result("search_tracks") is not None:
+        return _play(s, lang, _ANYTHING)  # nothing was loaded to resume: something is played
     if "error" in last:
+        if kind == "resume" and name == "play" and "Nothing is loaded" in str(last["error"]):
+            return _play(s, lang, _ANYTHING)
         if name == "play" and "active" in str(last["error"]) and s.last_result("my_devices") is None:
             return "", [call("my_devices", {})]
         return _failed(lang, str(last["error"]))
@@ -233,6 +314,8 @@ def music_turn(s: Situation) -> tuple[str, list[FunctionCall]] | None:
         return _move(s, lang, set(value))
     if kind == "louder":
         return _louder(s, lang, int(value))
+    if kind == "unmute":
+        return _unmute(s, lang)
     if not s.results:
         first = {
             "volume": call("set_volume", {"percent": value}),
@@ -287,11 +370,50 @@ def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall
     return "", [call("set_volume", {"percent": percent})]
 
 
+def _unmute(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
+    """Sound back on: a silent device goes to a middle volume; one that is not silent is left."""
+    done = s.last_result("set_volume")
+    if done is not None:
+        percent = int(done.get("percent", 0))
+        return _pick(
+            lang,
+            f"The sound is back on: volume is at {percent}%{_where(lang, done)}.",
+            f"Suaranya udah nyala lagi, volume sekarang {percent}%{_where(lang, done)}.",
+        ), []
+    state = s.last_result("now_playing")
+    if state is None:
+        return "", [call("now_playing", {})]
+    device = state.get("device") or {}
+    if not device:
+        return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
+    volume = int(device.get("volume") or 0)
+    if volume > 0:
+        return _pick(
+            lang,
+            f"It isn't muted: volume is at {volume}%{_where(lang, state)}.",
+            f"Suaranya nggak di-mute kok, volume sekarang {volume}%{_where(lang, state)}.",
+        ), []
+    return "", [call("set_volume", {"percent": _UNMUTED_PERCENT})]
+
+
 def _named_playlist(request: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The playlist the request names ("my focus playlist", "playlist Road Trip"), if any."""
     said = set(words_of(request).split())
     fits = [p for p in playlists if set(words_of(str(p["name"])).split()) <= said]
     return max(fits, key=lambda p: len(str(p["name"])), default=None)
+
+
+def _said_name(request: str) -> str:
+    """The words a request names a playlist by, as said ("gym" of "play my gym playlist"), or ''."""
+    words = re.findall(r"[\w'&-]+", request)
+    return " ".join(w for w in words if w.lower() not in _NOT_NAME and w.lower() not in ("my", "me", "aku"))
+
+
+def _partly_named(said: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one playlist whose name holds every word said ("my jazz playlist": Jazz Evenings)."""
+    wanted = set(words_of(said).split())
+    fits = [p for p in playlists if wanted <= set(words_of(str(p["name"])).split())]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _titles(lang: Lang, names: list[str]) -> list[str]:
@@ -312,6 +434,13 @@ def _playlist(s: Situation, lang: Lang, otherwise: str | None = None) -> tuple[s
         return _play(s, lang, otherwise)
     names = join(lang, _titles(lang, [str(p["name"]) for p in playlists]))
     wants_play = has_any(s.request, _PLAY_VERB) and not has_any(s.request, _TRACKS_OF)
+    said = _said_name(s.request)
+    if chosen is None and said:
+        chosen = _partly_named(said, playlists)
+    if chosen is None and said and wants_play:
+        # No playlist by that name ("play my gym playlist"): said so, and music that fits the
+        # name is played instead (a mood or an activity, else the words themselves).
+        return _play(s, lang, _mood(said.lower()), missing=said, names=names)
     if chosen is None:
         if not playlists:
             return _pick(lang, f"You have no playlists yet{where}.", f"Kamu belum punya playlist{where}."), []

@@ -56,7 +56,11 @@ ROOM_ID = {
 _PLURAL = ("lights", "lamps", "curtains", "blinds", "all", "both", "semua", "semuanya", "everything", "every")
 _EVERYTHING = ("everything", "all devices", "semuanya", "semua perangkat", "all of them")
 _TEMPERATURE = ("temperature", "temp", "suhu", "degrees", "derajat", "berapa derajat", "set to", "disetel")
-_OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off")
+# "turn of", "switch of": the commonest typo of "off"; "kill the lights" as people say it.
+_OFF = ("turn off", "switch off", "off", "matikan", "matiin", "padamkan", "padamin", "mati", "shut off", "turn of",
+        "switch of", "kill", "matiin aja")  # fmt: skip
+# "lights of pls": "of" where only "off" can stand, at the end of the request.
+_OF_AT_END = re.compile(r"\bof\b(?=(?:\s+(?:pls|please|plz|now|thanks|thx|dong|ya))*[\s.!]*$)")
 _ON = ("turn on", "switch on", "on", "nyalain", "nyalakan", "hidupkan", "hidupin", "nyala", "idupin")
 _OPEN = ("open", "buka", "bukain", "bukakan")
 _CLOSE = ("close", "shut", "tutup", "tutupin", "tutupkan", "lower", "draw")
@@ -82,6 +86,8 @@ class Ask:
     actions: tuple[Action, ...] = field(default=())
     everything: bool = False
     asked_temperature: bool = False
+    # Read from how the room feels ("it's dark in here"), not from a device named.
+    implied: bool = False
 
     @property
     def shown(self) -> frozenset[str]:
@@ -139,7 +145,7 @@ def _actions(text: str) -> tuple[Action, ...]:
         text, ("cooler", "colder", "dinginin", "lebih dingin", "turunin suhu", "turunkan suhu", "lower the temperature")
     ):
         found.append(Action("cooler", 1))
-    if has_any(text, _OFF):
+    if has_any(text, _OFF) or _OF_AT_END.search(low):
         found.append(Action("power", False))
     elif has_any(text, _ON):
         found.append(Action("power", True))
@@ -178,6 +184,9 @@ def _brightness(text: str, pct: int | None, found: list[Action]) -> list[Action]
     if pct is not None and has_any(text, ("brightness", "bright", "kecerahan", "dim", "redupin", "redupkan", "terang")):
         return [Action("brightness", max(10, pct * 10))]
     if has_any(text, ("dim", "redupin", "redupkan", "redup", "dim down")):
+        # "dim it a bit": a step down from where it is, not the dim setting
+        if has_any(text, ("a bit", "a little", "slightly", "a touch", "dikit", "sedikit", "dikit aja")):
+            return [Action("brighter", -300)]
         return [Action("brightness", 300)]
     if has_any(text, ("brighter", "terangin", "lebih terang", "terangkan")):
         return [Action("brighter", 200)]
@@ -228,7 +237,90 @@ def _colour(text: str, pct: int | None) -> Action | None:
     return None
 
 
+# How a room feels, said instead of a request, and the request it means: "it's dark in
+# here" asks for a light, "gerah banget" for the AC. Only when no device is named.
+_FELT: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("dark", "too dark", "gelap", "can't see", "cant see", "nggak keliatan", "ga keliatan"), "turn on the light"),
+    (("hot", "too hot", "so hot", "boiling", "sweating", "stuffy", "panas", "gerah", "sumuk", "kepanasan"),
+     "make the AC cooler"),
+    (("cold", "freezing", "chilly", "kedinginan", "dingin banget", "kedinginan banget"), "turn off the AC"),
+    (("too bright", "silau", "terlalu terang", "kecerahan banget"), "dim the light"),
+)  # fmt: skip
+
+
+# The same feelings with the device named ("acnya kedinginan", "the light is too bright"): a step.
+_FELT_NAMED: tuple[tuple[tuple[str, ...], Action], ...] = (
+    (("hot", "too hot", "panas", "gerah", "kepanasan", "not cold enough", "kurang dingin"), Action("cooler", 1)),
+    (("cold", "too cold", "freezing", "chilly", "kedinginan", "terlalu dingin", "dingin banget"), Action("warmer", 1)),
+    (("too bright", "silau", "terlalu terang"), Action("brighter", -300)),
+    (("too dark", "gelap", "kurang terang"), Action("brighter", 300)),
+)
+
+
+def felt(text: str) -> str | None:
+    """The request a statement about the room means ("it's so hot" -> the AC cooler), or None."""
+    if is_question(text) or any(has_any(text, words) for words in _KINDS.values()):
+        return None
+    for words, meant in _FELT:
+        if has_any(text, words):
+            return f"{meant} {text}"
+    return None
+
+
+def _slip(word: str, known: str) -> bool:
+    """Is `word` a slip of the fingers for `known`: two letters swapped, one dropped or one
+    added ("lihgt", "ligt", "bedrooom")? A different letter is not a slip ("right" is no light)."""
+    # The first letter is kept: "flight" or "slight" is another word, not a slip of "light".
+    if word == known or abs(len(word) - len(known)) > 1 or word[0] != known[0]:
+        return False
+    if len(word) == len(known):
+        diff = [i for i, (a, b) in enumerate(zip(word, known, strict=True)) if a != b]
+        if len(diff) != 2 or diff[1] != diff[0] + 1:
+            return False
+        first, second = diff
+        return word[first] == known[second] and word[second] == known[first]
+    short, long_ = (word, known) if len(word) < len(known) else (known, word)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+# The device and room words a slip is read back to (five letters or more: short words are
+# too close to others; everyday words such as "kerja" or "makan" are left as typed).
+_SPELLED = tuple(
+    sorted(
+        {w for words in _KINDS.values() for phrase in words for w in phrase.split() if len(w) >= 5}
+        | {
+            "bedroom",
+            "kitchen",
+            "living",
+            "bathroom",
+            "garage",
+            "garden",
+            "office",
+            "lounge",
+            "gorden",
+            "kamar",
+            "dapur",
+        }
+    )
+)
+
+
+def spelled(text: str) -> str:
+    """The text with slips of device and room words read back ("the bedroom lihgt")."""
+    out = []
+    for word in re.findall(r"[\w'°%]+|\W+", text):
+        low = word.lower()
+        if len(low) >= 5 and low.isalpha() and low not in _SPELLED:
+            word = next((k for k in _SPELLED if _slip(low, k)), word)
+        out.append(word)
+    return "".join(out)
+
+
 def parse(text: str) -> Ask:
+    text = spelled(text)
+    meant = felt(text)
+    if meant is not None:
+        return replace(parse(meant), implied=True)
     rooms, rest = rooms_in(text)
     kinds = tuple(k for k, words in _KINDS.items() if has_any(rest, words))
     if not kinds and has_any(text, _TEMPERATURE):
@@ -238,6 +330,8 @@ def parse(text: str) -> Ask:
         others = tuple(o for o in others if o != "fan")  # "fan speed" is the AC's
     question = is_question(text)
     actions = () if question else _actions(text)
+    if kinds and not actions and not question:
+        actions = tuple(step for words, step in _FELT_NAMED if has_any(text, words))[:1]
     return Ask(
         kinds,
         rooms,
@@ -271,6 +365,8 @@ def asks_of(request: str, previous: str) -> list[Ask]:
             if not ask.actions:
                 ask = replace(ask, actions=before.actions)
         asks.append(ask)
+    if any(not a.implied for a in asks):  # "turn on the AC, it's so hot": the request said is the request
+        asks = [a for a in asks if not a.implied]
     return asks
 
 

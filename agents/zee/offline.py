@@ -17,7 +17,7 @@ from agents.model import FunctionCall
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.specialists import mine
 from agents.offline.words import Lang, has_any, in_language, join
-from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, rooms_in
+from agents.zee.asks import KIND_ID, ROOM_ID, Action, Ask, asks_of, felt, rooms_in, spelled
 from agents.zee.home import RISKY_CATEGORIES
 
 # Words that put a clause in the smart home (the general vocabulary of agents/offline/words.py).
@@ -34,7 +34,7 @@ HOME_WORDS = (
 
 
 def claims(clause: str) -> bool:
-    return has_any(clause, HOME_WORDS)
+    return has_any(spelled(clause), HOME_WORDS) or felt(clause) is not None
 
 
 def room_of(device: dict[str, Any]) -> str | None:
@@ -298,7 +298,8 @@ def _state_pairs(lang: Lang, items: list[tuple[dict[str, Any], dict[str, Any], f
 
 _NO = (
     "no", "nope", "cancel", "don't", "dont", "jangan", "nggak", "gak", "enggak", "tidak", "batal", "batalin",
-    "never mind", "nevermind", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi", "ga usah",
+    "never mind", "nevermind", "nvm", "forget it", "nggak usah", "gak usah", "gak jadi", "nggak jadi", "ga jadi",
+    "ga usah",
 )  # fmt: skip
 
 
@@ -317,6 +318,8 @@ def answer(s: Situation) -> Reply | None:
         return "", [call("pending_actions", {})]
     pending = [p for p in waiting.get("pending", []) if p.get("kind") == "device_commands"]
     done = s.last_result("confirm_action") or s.last_result("cancel_action")
+    if done is None and not pending and not yes:  # "never mind" to a question such as "which one?"
+        return in_language(lang, "Okay, I'll leave everything as it is.", "Oke, nggak aku ubah apa-apa."), []
     if done is None and not pending:
         return in_language(
             lang, "Nothing is waiting for your yes right now.", "Nggak ada yang lagi nunggu persetujuanmu."

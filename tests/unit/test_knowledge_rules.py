@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.knowledge import ENTITY_TYPES, Claim, KnowledgeMessage, read_claims
+from agents.knowledge import ENTITY_TYPES, SELF, Claim, KnowledgeMessage, Mention, read_claims
 from agents.knowledge.local import tsquery
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -181,3 +181,38 @@ def test_a_pronoun_after_a_named_person_is_that_person(text: str, who: str, rela
 
 def test_a_pronoun_with_nobody_named_teaches_nothing() -> None:
     assert claims("she's allergic to peanuts") == []
+
+
+@pytest.mark.parametrize(
+    ("texts", "who", "relation", "thing"),
+    [
+        (("my sister Sari, her birthday is 12 May",), "Sari", "birthday", "12 May"),
+        (("kakakku namanya Rina, ulang tahunnya 3 Juni",), "Rina", "birthday", "3 Juni"),
+        (("my brother is Dimas", "his birthday is 3 June"), "Dimas", "birthday", "3 June"),
+        (("my wife is Maya", "she loves orchids"), "Maya", "likes", "orchids"),
+        (("pacarku namanya Dina", "dia suka banget bunga matahari"), "Dina", "likes", "bunga matahari"),
+        (("my wife is Maya, her favourite food is sushi",), "Maya", "favourite", "sushi"),
+        (("istriku namanya Maya, makanan favoritnya sushi",), "Maya", "favourite", "sushi"),
+    ],
+)
+def test_her_his_and_nya_reach_back_to_the_person_named(
+    texts: tuple[str, ...], who: str, relation: str, thing: str
+) -> None:
+    found = [c for c in claims(*texts) if c.relation == relation]
+    assert [(c.subject.name, c.subject.is_self, c.object.name) for c in found] == [(who, False, thing)]
+
+
+def test_a_pronoun_reaches_a_person_the_graph_already_knows() -> None:
+    known = (Claim("m0", SELF, "brother", Mention("Dimas", "person"), "Dimas is Budi's brother"),)
+    found = claims("his birthday is 3 June", known=known)
+    assert [(c.subject.name, c.relation, c.object.name, c.slot) for c in found] == [
+        ("Dimas", "birthday", "3 June", "birthday")
+    ]
+
+
+def test_her_is_never_the_brother_nor_his_the_sister() -> None:
+    assert claims("my brother is Dimas", "her birthday is 12 May") == claims("my brother is Dimas")
+    assert claims("my sister is Sari", "his birthday is 1 June") == claims("my sister is Sari")
+    # with both named, each pronoun finds the one it can be
+    found = claims("my sister is Sari", "my brother is Dimas", "her birthday is 12 May")
+    assert [(c.subject.name, c.object.name) for c in found if c.relation == "birthday"] == [("Sari", "12 May")]

@@ -1,0 +1,128 @@
+"""How the offline specialists read requests said the way people talk (docs/eval.md#tried-as-a-new-user):
+what each phrasing means, and the ordinary sentences that must not be read as requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.rafal.offline import _heard_from, _told, wants_workspace
+from agents.yori.offline import _said_name, _want, wants_music
+from agents.zee.asks import asks_of, felt, spelled
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("i cant hear the music", ("louder", 10)),
+        ("thats way too loud", ("louder", -25)),
+        ("musiknya kekencengan", ("louder", -10)),
+        ("the music is too quiet", ("louder", 10)),
+        ("mute it", ("volume", 0)),
+        ("unmute", ("unmute", None)),
+        ("ugh i don't like this song", ("next", None)),
+        ("who sings this?", ("now_playing", None)),
+        ("put on some jazz", ("play", "jazz")),
+        ("i wanna hear some jazz", ("play", "jazz")),
+        ("ok play it again", ("resume", None)),
+    ],
+)
+def test_what_a_music_request_means(text: str, want: tuple[str, object]) -> None:
+    assert _want(text) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("play my gym playlist", "gym"),
+        ("put on my workout playlist", "workout"),
+        ("play the playlist called Chill", "Chill"),
+        ("puterin playlist gym aku dong", "gym"),
+        ("can you play my road trip playlist please", "road trip"),
+    ],
+)
+def test_the_name_a_playlist_is_asked_by(text: str, name: str) -> None:
+    assert _said_name(text) == name
+
+
+@pytest.mark.parametrize("text", ["what is this?", "sorry i can't hear you", "did you hear that", "do something else"])
+def test_vague_words_are_not_claimed_as_music(text: str) -> None:
+    assert not wants_music(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds", "what"),
+    [
+        ("it's dark in here", ("dj",), "power"),
+        ("ugh it's so hot in here", ("kt",), "cooler"),
+        ("gerah banget", ("kt",), "cooler"),
+        ("brr it's freezing in here", ("kt",), "power"),
+        ("the bedroom is way too bright", ("dj",), "brightness"),
+    ],
+)
+def test_a_room_described_means_the_device_that_changes_it(text: str, kinds: tuple[str, ...], what: str) -> None:
+    (ask,) = asks_of(text, "")
+    assert ask.implied and ask.kinds == kinds and [a.what for a in ask.actions][-1] == what
+
+
+def test_a_device_named_wins_over_how_the_room_feels() -> None:
+    (ask,) = asks_of("nyalain ac dong, panas bgt", "")
+    assert not ask.implied and [a.what for a in ask.actions] == ["power"]
+    assert felt("is it hot in the bedroom?") is None  # a question only reads
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("tell Budi I'm running late", ("Budi", "I'm running late")),
+        ("let Sari know I'll be there at 7", ("Sari", "I'll be there at 7")),
+        ("kabarin Budi kalau aku telat", ("Budi", "aku telat")),
+    ],
+)
+def test_a_message_for_someone(text: str, told: tuple[str, str]) -> None:
+    assert _told(text) == told
+
+
+@pytest.mark.parametrize("text", ["tell me a joke", "let me know when you're ready", "tell Zee to turn it off"])
+def test_not_a_message_for_anyone(text: str) -> None:
+    assert _told(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "who"),
+    [("did Sari write back?", "Sari"), ("has budi replied yet?", "budi"), ("got anything from budi?", "budi"),
+     ("Sari udah bales belum?", "Sari")],
+)  # fmt: skip
+def test_mail_from_someone_without_the_word_email(text: str, who: str) -> None:
+    assert _heard_from(text) == who and wants_workspace(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["what's on my plate today", "am i free on wednesday afternoon?", "besok aku ada acara apa aja"]
+)
+def test_a_day_asked_about_without_the_word_calendar(text: str) -> None:
+    assert wants_workspace(text)
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("turn off the bedroom lihgt", "turn off the bedroom light"),
+        ("bedrom ligths on", "bedroom lights on"),
+        ("matiin lmapu kamar", "matiin lampu kamar"),
+        ("close the curtian", "close the curtain"),
+        ("turn off the right one", "turn off the right one"),  # a different letter is no slip
+        ("night light", "night light"),
+    ],
+)
+def test_slips_of_device_and_room_words_are_read_back(typed: str, read: str) -> None:
+    assert spelled(typed) == read
+
+
+def test_of_at_the_end_is_off() -> None:
+    (ask,) = asks_of("ligths of pls", "")
+    assert ask.kinds == ("dj",) and [(a.what, a.value) for a in ask.actions] == [("power", False)]
+
+
+@pytest.mark.parametrize("text", ["book me a flight to Bali", "a slight delay", "what a plight"])
+def test_other_words_are_not_slips_of_device_words(text: str) -> None:
+    assert spelled(text) == text
