@@ -25,6 +25,7 @@ from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Route
 from pydantic import SecretStr
 
+from chat import Devices
 from ledger import Posting, TransactionSpec, user_account
 from tests.fakes.browser import MODEL_DOWN, WebApp, focused_visibly, tab_to, webapp
 from tests.fakes.vendors import Vendors
@@ -32,6 +33,7 @@ from tests.fakes.vendors import Vendors
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SERIOUS = ("serious", "critical")
 LEARN_WAIT_S = 15.0
+ADMIN = "webapp-admin-key"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -52,6 +54,7 @@ async def web(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory, vendo
         tmp_path_factory.mktemp("webapp-views"),
         specialist_settings=credentials,
         vendor_transport=httpx.MockTransport(vendors.route),
+        overrides={"admin_api_key": SecretStr(ADMIN)},
     ) as harness:
         yield harness
 
@@ -62,10 +65,11 @@ async def open_view(web: WebApp, view: str, ready: str) -> None:
     await web.page.wait_for_selector(ready, timeout=15_000)
 
 
-async def accessible(web: WebApp, view: str) -> None:
-    """No serious or critical axe-core violation on the view as shown."""
+async def accessible(web: WebApp, view: str, impacts: tuple[str, ...] = SERIOUS) -> None:
+    """No axe-core violation of the given impacts (serious or critical unless told) on the
+    view as shown."""
     results = await Axe().run(web.page)
-    serious = [v for v in results.response["violations"] if v["impact"] in SERIOUS]
+    serious = [v for v in results.response["violations"] if v["impact"] in impacts]
     assert not serious, f"{view}: " + "; ".join(
         f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']]}" for v in serious
     )
@@ -409,3 +413,104 @@ async def test_an_empty_wallets_notices_go_when_it_is_topped_up(web: WebApp) -> 
     await web.services.wallet.top_up(who, amount_micros=1_000_000_000, ref=f"web-topup-2-{who}", source="operator")
     await page.wait_for_function("(before) => document.getElementById('balance').textContent !== before", arg=before)
     assert await stopped.count() == 1, "a failure of another kind stays"
+
+
+async def test_a_message_the_empty_wallet_stopped_is_sent_again_after_a_top_up(web: WebApp) -> None:
+    """Refused for an empty wallet, the message stays in the thread as not sent, with a
+    Send again button; after a top-up through the admin API the button is pressed with
+    the keyboard, Ava answers, and the thread holds the message once: the same client id
+    went both times."""
+    page = web.page
+    await web.sign_in("Wulan")
+    headers = await web.app.sign_in("Wulan")
+    who = await leave_in_wallet(web, headers, 0)
+    await page.fill("#text", "turn on the bedroom light")
+    await page.press("#text", "Enter")
+    unsent = page.locator("#thread li.msg.failed")
+    await unsent.locator(".meta:text('the wallet is empty')").wait_for(timeout=15_000)
+    client_id = await unsent.get_attribute("data-client-id")
+    again = unsent.locator("button.again")
+    assert await again.get_attribute("aria-label") == "Send again: turn on the bedroom light"
+    await page.wait_for_selector("#notices li[data-notice='wallet'].warning")
+    await accessible(web, "chat with a message not sent", ("moderate", *SERIOUS))
+
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    topup = {"user_id": who, "amount_micros": 5_000_000_000, "ref": f"web-again-{who}"}
+    assert (await web.app.client.post("/v1/admin/topups", json=topup, headers=admin)).status_code == 200
+    await page.wait_for_selector("#notices li[data-notice='wallet']", state="detached", timeout=15_000)
+    await unsent.locator(".meta:text('It has been topped up')").wait_for()
+    assert "quiet" not in (await again.get_attribute("class") or ""), "offered as the main kind of button"
+    await web.screenshot("chat-send-again")
+
+    await tab_to(page, "#thread li.msg.failed button.again")
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#thread li[data-author='zee']", timeout=30_000)
+    assert await page.locator("#thread li.failed, #thread li.pending").count() == 0
+    assert await page.locator("#thread li[data-author='human']").count() == 1
+    stored = (await web.app.client.get("/v1/messages", headers=headers)).json()["messages"]
+    mine = [m for m in stored if m["author"] == "human"]
+    assert [m["text"] for m in mine] == ["turn on the bedroom light"], "kept once"
+    assert {m["author"] for m in stored} >= {"ava", "zee"}
+    replay = await web.app.say(headers, "turn on the bedroom light", client_id=client_id)
+    assert replay.json()["messages"][0]["id"] == mine[0]["id"], "sent again under its first client id"
+
+
+def client_from(web: WebApp, address: str) -> httpx.AsyncClient:
+    """A client of the module's server from another address, so the pairing limits per
+    address (docs/http.md#devices) count it apart from the browser's."""
+    transport = httpx.ASGITransport(app=web.app.app, client=(address, 40_000))
+    return httpx.AsyncClient(transport=transport, base_url="http://test")
+
+
+async def test_refused_pairing_codes_are_said_in_the_apps_own_words(web: WebApp) -> None:
+    """A burnt code and an expired one each get a sentence that says what to do, never
+    the server's wording or its error type."""
+    page = web.page
+    await web.sign_in("Intan")
+    async with client_from(web, "198.51.100.7") as speaker:
+        shown = (await speaker.post("/v1/devices/pairing", json={"name": "Hall speaker"})).json()
+    plain = shown["code"].replace("-", "")
+    alphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+    for n in range(5):  # PAIRING_WRONG_CODES_MAX wrong tails, each from another person and address
+        guesser = await web.app.sign_in(f"Guesser {n}")
+        wrong = plain[:4] + "".join(alphabet[(alphabet.index(c) + n + 1) % len(alphabet)] for c in plain[4:])
+        async with client_from(web, f"198.51.100.{20 + n}") as elsewhere:
+            answer = await elsewhere.post("/v1/devices/pair", json={"code": wrong}, headers=guesser)
+        assert answer.json()["type"] == "pairing_code_invalid"
+    await open_view(web, "devices", "#devices-list li")
+    await page.fill("#pair-code", shown["code"])
+    await page.press("#pair-code", "Enter")
+    burnt = page.locator("#notices-urgent li[data-notice='devices']")
+    await burnt.locator(":text('typed wrongly too many times')").wait_for()
+    said = await burnt.text_content() or ""
+    assert "Start pairing again on the speaker" in said and "pairing_code" not in said, said
+
+    expired = await Devices(web.services.pool, pairing_ttl_s=0, devices_per_person_max=3).start_pairing("Old speaker")
+    await page.fill("#pair-code", expired.code)
+    await page.press("#pair-code", "Enter")
+    await burnt.locator(":text('no speaker is waiting with that code')").wait_for()
+    said = await burnt.text_content() or ""
+    assert "lasts only a few minutes" in said and "start pairing again" in said, said
+    assert (await web.app.client.get("/v1/devices", headers=await web.app.sign_in("Intan"))).json() == {"devices": []}
+    await accessible(web, "devices with a refused code")
+
+
+async def test_the_main_content_shows_the_focus_it_is_given(web: WebApp) -> None:
+    """The skip link and a dismissed notice hand the focus to the main content, where a
+    person can see it; the notices themselves sit in a landmark."""
+    page = web.page
+    await leave_in_wallet(web, await web.app.sign_in("Sekar"), 0)  # a notice to dismiss
+    await web.sign_in("Sekar")
+    await page.reload()  # signed in already: the page opens with the focus at its start
+    await page.wait_for_selector("#notices li[data-notice='wallet']", timeout=15_000)
+    await page.keyboard.press("Tab")
+    assert await focused_visibly(page, "a.skip"), "the skip link comes first"
+    await page.keyboard.press("Enter")
+    assert await focused_visibly(page, "#main"), "the skip link lands on the main content, seen"
+
+    await tab_to(page, "#notices li[data-notice='wallet'] button", backwards=True)
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#notices li[data-notice='wallet']", state="detached")
+    assert await focused_visibly(page, "#main"), "the dismissed notice hands the focus on, seen"
+    landmark = await page.evaluate("document.getElementById('notices-urgent').closest('section[aria-label]')?.tagName")
+    assert landmark == "SECTION"

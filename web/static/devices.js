@@ -7,6 +7,22 @@ import { notice } from "./notices.js";
 
 const $ = (id) => document.getElementById(id);
 
+// The app's own words for a refused code: the server's detail is written for developers,
+// and a wrong, used and expired code are one answer on purpose (docs/http.md#devices), so
+// the sentence names every likely cause and what to do about it.
+const PAIRING_REFUSED = {
+  pairing_code_invalid:
+    "no speaker is waiting with that code. Check it against the code the speaker shows now; a code lasts only a few minutes, so if it has changed or gone, start pairing again on the speaker.",
+  pairing_code_burnt:
+    "that speaker's code was typed wrongly too many times, so it no longer works, even typed right. Start pairing again on the speaker and type the new code it shows.",
+  rate_limited: "too many wrong codes were typed. Wait a few minutes, then try again with the code the speaker shows.",
+  too_many_devices: "you have as many speakers as you may pair. Remove one below, then try the same code again.",
+};
+
+export function pairingRefused(error) {
+  return (error instanceof Problem && PAIRING_REFUSED[error.type]) || error.message;
+}
+
 function row(device) {
   const seen = device.last_seen_at ? `last used ${when(device.last_seen_at)}` : "not used yet";
   const state = device.paired ? seen : "waiting for the speaker to collect its key";
@@ -42,8 +58,7 @@ async function pair(event) {
     input.value = "";
     notice("devices", `Paired ${device.name}.`, "ok", { timeoutMs: 5000 });
   } catch (error) {
-    const why = error instanceof Problem && error.type === "pairing_code_invalid" ? "no speaker is waiting with that code" : error.message;
-    notice("devices", `Could not pair: ${why}`);
+    notice("devices", `Could not pair: ${pairingRefused(error)}`);
   }
   await show();
 }

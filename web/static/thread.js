@@ -6,6 +6,12 @@
 // whose answer was lost is retried only once the server is reachable again, and the
 // message stays marked unconfirmed until the server's answer (or the live event carrying
 // it) says it is in the thread.
+//
+// A send the server refused outright (an empty wallet, a text it will not take) stays in
+// the thread marked "Not sent" with a Send again button that repeats the same client id,
+// so however often it is pressed the thread holds the message once. After a top-up the
+// messages the empty wallet stopped say so and their button becomes the main kind
+// (docs/webapp.md#how-the-chat-keeps-its-promises).
 
 import { api, emotionWord, el, Problem, Unreachable, when, withoutTags } from "./api.js";
 import { clear, clearWhere, notice } from "./notices.js";
@@ -36,6 +42,7 @@ export class Thread {
     this.newest = 0;
     this.retryTimer = null;
     this.walletRuns = new Set(); // notice keys of runs stopped by an empty wallet
+    this.unsent = []; // sends the server refused, shown with Send again
   }
 
   nameOf(author) {
@@ -154,6 +161,10 @@ export class Thread {
     if (balanceMicros > 0) {
       clearWhere((key) => this.walletRuns.has(key));
       this.walletRuns.clear();
+      for (const item of this.unsent.filter((u) => u.emptyWallet)) {
+        item.node.querySelector(".meta").textContent = "Not sent: the wallet was empty. It has been topped up: send it again?";
+        item.node.querySelector("button.again")?.classList.remove("quiet");
+      }
     }
     this.onWallet(balanceMicros);
   }
@@ -233,13 +244,38 @@ export class Thread {
     }
     this.pending = this.pending.filter((p) => p !== item);
     item.node.classList.replace("pending", "failed");
-    if (error instanceof Problem && error.type === "insufficient_balance") {
+    item.emptyWallet = error instanceof Problem && error.type === "insufficient_balance";
+    if (item.emptyWallet) {
       meta.textContent = "Not sent: the wallet is empty.";
       this.onWallet(0);
     } else {
       meta.textContent = `Not sent: ${error.message}`;
       notice("send", `Your message was not sent: ${error.message}`);
     }
+    this.offerAgain(item);
+  }
+
+  // The refused message keeps its client id: sending it again can never write it twice.
+  offerAgain(item) {
+    this.unsent.push(item);
+    const again = el("button", { type: "button", class: "quiet again", text: "Send again" });
+    again.setAttribute("aria-label", `Send again: ${item.text.length > 80 ? `${item.text.slice(0, 80)}…` : item.text}`);
+    again.addEventListener("click", () => this.sendAgain(item));
+    item.node.append(again);
+  }
+
+  async sendAgain(item) {
+    const had = item.node.contains(document.activeElement);
+    this.unsent = this.unsent.filter((u) => u !== item);
+    item.node.querySelector("button.again")?.remove();
+    item.node.classList.replace("failed", "pending");
+    item.node.querySelector(".meta").textContent = "Sending…";
+    item.attempts = 0;
+    clear("send");
+    // The button went away under the focus: the keyboard goes on from the message box.
+    if (had) document.getElementById("text").focus();
+    this.pending.push(item);
+    await this.deliver(item);
   }
 
   retryLater() {
