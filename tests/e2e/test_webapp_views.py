@@ -421,8 +421,8 @@ async def test_a_message_the_empty_wallet_stopped_is_sent_again_after_a_top_up(w
     the keyboard, Ava answers, and the thread holds the message once: the same client id
     went both times."""
     page = web.page
-    await web.sign_in("Wulan")
-    headers = await web.app.sign_in("Wulan")
+    await web.sign_in("Yuliana")
+    headers = await web.app.sign_in("Yuliana")
     who = await leave_in_wallet(web, headers, 0)
     await page.fill("#text", "turn on the bedroom light")
     await page.press("#text", "Enter")
@@ -466,7 +466,7 @@ async def test_refused_pairing_codes_are_said_in_the_apps_own_words(web: WebApp)
     """A burnt code and an expired one each get a sentence that says what to do, never
     the server's wording or its error type."""
     page = web.page
-    await web.sign_in("Intan")
+    await web.sign_in("Melati")
     async with client_from(web, "198.51.100.7") as speaker:
         shown = (await speaker.post("/v1/devices/pairing", json={"name": "Hall speaker"})).json()
     plain = shown["code"].replace("-", "")
@@ -491,7 +491,7 @@ async def test_refused_pairing_codes_are_said_in_the_apps_own_words(web: WebApp)
     await burnt.locator(":text('no speaker is waiting with that code')").wait_for()
     said = await burnt.text_content() or ""
     assert "lasts only a few minutes" in said and "start pairing again" in said, said
-    assert (await web.app.client.get("/v1/devices", headers=await web.app.sign_in("Intan"))).json() == {"devices": []}
+    assert (await web.app.client.get("/v1/devices", headers=await web.app.sign_in("Melati"))).json() == {"devices": []}
     await accessible(web, "devices with a refused code")
 
 
