@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.integrations.confirmations import is_plain_yes
 from agents.model import FunctionCall
+from agents.offline.dayparts import day_part, part_span
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, words_of
 
@@ -259,12 +260,21 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     days = _when(s.request)
     days = _weekday(s.request, now) if days is None else days
     days = 0 if days is None else days
+    day = now.date() + timedelta(days=days)
+    part = day_part(s.request)  # "tomorrow morning", "besok sore": those hours only
     found = s.last_result("list_events")
     if found is None:
-        return "", [call("list_events", {**_day_span(now, days), "limit": 20})]
+        span = _day_span(now, days)
+        if part is not None:
+            start, end = part_span(day, part, now.tzinfo)
+            span = {"time_min": start.isoformat(), "time_max": end.isoformat()}
+        return "", [call("list_events", {**span, "limit": 20})]
     label = {0: ("today", "hari ini"), 1: ("tomorrow", "besok")}.get(days)
-    day = now.date() + timedelta(days=days)
     en, id_ = label or (f"on {day:%A %d %B}", f"tanggal {day:%d/%m}")
+    if part is not None and days == 0:
+        en, id_ = part.en_today, part.id_today
+    elif part is not None:
+        en, id_ = (f"{en} {part.en}", f"{id_} {part.id_}") if label else (f"{en} in the {part.en}", f"{id_} {part.id_}")
     events = found.get("events", [])
     where = (
         _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu") if found.get("account") == "sandbox" else ""
