@@ -112,6 +112,15 @@ def test_a_day_asked_about_without_the_word_calendar(text: str) -> None:
         ("close the curtian", "close the curtain"),
         ("turn off the right one", "turn off the right one"),  # a different letter is no slip
         ("night light", "night light"),
+        # spelled as it sounds, and short words of four letters where one word fits
+        ("turn off the lite", "turn off the light"),
+        ("lmap off", "lamp off"),
+        ("lokc the dooor", "lock the door"),
+        ("buka tiari", "buka tirai"),
+        # the first letter, only when nothing keeping it fits: swapped, or the key beside it
+        ("turn on the ilght", "turn on the light"),
+        ("kight on pls", "light on pls"),
+        ("nyalain kampu dapur", "nyalain lampu dapur"),
     ],
 )
 def test_slips_of_device_and_room_words_are_read_back(typed: str, read: str) -> None:
@@ -123,6 +132,20 @@ def test_of_at_the_end_is_off() -> None:
     assert ask.kinds == ("dj",) and [(a.what, a.value) for a in ask.actions] == [("power", False)]
 
 
-@pytest.mark.parametrize("text", ["book me a flight to Bali", "a slight delay", "what a plight"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "book me a flight to Bali",
+        "a slight delay",
+        "what a plight",
+        "order a pint",  # a slip of "pintu", but a word
+        "pick a font",  # of "front"
+        "that's odor",  # "door" with the first two swapped
+        "mau lamar kerja",  # "kamar" with the key beside k
+        "masa lampau",  # "lampu" with a letter more
+        "right night might sight",  # another first letter, not a key beside "l"
+        "the dor",  # three letters: too short
+    ],
+)
 def test_other_words_are_not_slips_of_device_words(text: str) -> None:
     assert spelled(text) == text
