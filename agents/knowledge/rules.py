@@ -253,7 +253,7 @@ _THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
 # capitalised name after words that take a person: "with Senayan" is not said of a place.
 _MENTIONED = [
     re.compile(
-        r"\b(?:with|met|meet|meeting|saw|seen|see|visited|visit|called|call|texted|text|phoned|told|asked|"
+        r"\b(?:with|met|meet|meeting|saw|seen|see|visited|visit|called|call|texted|text|phoned|told|asked|into|"
         r"[Ss]ama|[Bb]areng|[Dd]engan|[Kk]etemu|[Kk]etemuan sama|[Nn]elpon|[Jj]enguk|[Nn]gobrol sama)"
         r" (?P<name>[A-Z][\w'-]{1,30})\b"
     ),
@@ -556,6 +556,28 @@ def person_meant(*, clause: str, messages: Sequence[KnowledgeMessage]) -> str | 
             reader.read(message)
     who = reader._referent("", clause)
     return who.name if who is not None else None
+
+
+# How a message telling of one's day opens ("I had lunch with Sari", "tadi ketemu Budi"),
+# as opposed to a request naming someone ("call Budi", "book a table with Sari").
+_TELLING = re.compile(
+    r"^\s*(?:i|we|me and \w+|just|had|met|bumped|ran|saw|tadi|kemarin|barusan|aku|gue|abis|habis|ketemu)\b", re.I
+)
+
+_ASKING = re.compile(
+    r"\b(?:want|wanna|need|would like|'d like|please|pls|can you|could you|mau|pengen|pingin|tolong|bisa)\b", re.I
+)
+
+
+def only_mentioned(text: str) -> str | None:
+    """The person a statement about one's day mentions ("I had lunch with Sari": Sari), or
+    None: for an answer to it instead of "I can't do that"."""
+    if not _TELLING.match(text) or text.rstrip().endswith("?") or _ASKING.search(text):
+        return None
+    reader = _Reader("", ())
+    reader._mentions("", text)
+    names = [name for _, _, name in reader._mentioned]
+    return names[-1] if names else None
 
 
 def about_someone(text: str) -> bool:

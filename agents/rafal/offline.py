@@ -74,10 +74,11 @@ _CALENDAR_WORDS = (
     "jadwalku", "agendaku", "meeting",
 )  # fmt: skip
 # The calendar asked about without naming it: "what's on my plate today", "am I free on
-# Wednesday?", "besok aku ada acara apa aja".
+# Wednesday?", "how's friday morning looking?", "besok aku ada acara apa aja".
 _DAY_ASKED = re.compile(
     r"\b(?:on my plate|what do i have|what have i got|what've i got|what(?:'s| is) my day|how(?:'s| is) my day|"
-    r"am i (?:free|busy)|do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
+    r"am i (?:free|busy)|how(?:'s| is| does) (?:my )?(?:tonight|tomorrow|\w+day)(?: \w+)? look(?:ing|s)?|"
+    r"do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
     r"planned)|my day look|ada acara|acara apa|sibuk (?:gak|nggak|ga|ngga|enggak)|aku ada apa|ada apa aja)\b",
     re.IGNORECASE,
 )

@@ -210,9 +210,7 @@ class SandboxMusic:
         active = await conn.fetchval("SELECT device_id FROM sandbox_music_players WHERE person_id = $1", person_id)
         rows = await conn.fetch(_DEVICES_SQL, person_id)
         return [
-            PlaybackDevice(
-                r["device_id"], r["name"], r["type"], r["device_id"] == active, r["volume"], r["muted_from"]
-            )
+            PlaybackDevice(r["device_id"], r["name"], r["type"], r["device_id"] == active, r["volume"], r["muted_from"])
             for r in rows
         ]
 

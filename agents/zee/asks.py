@@ -350,7 +350,18 @@ def _read_back(word: str) -> str | None:
     if len(word) < 4 or not word.isalpha() or word in _SPELLED or word in _REAL_WORDS:
         return None
     fits = {k for k in _SPELLED if _slip(word, k)} or {k for k in _SPELLED if _first_letter_slip(word, k)}
-    return fits.pop() if len(fits) == 1 else None
+    if len({_meaning(k) for k in fits}) != 1:
+        return None  # nothing fits, or two things do ("kamr" could never be both)
+    # Words for the same thing ("lamup": lampu or lamp) are one fit; the swap is the likelier slip.
+    return min(fits, key=lambda k: (len(k) != len(word), k))
+
+
+def _meaning(word: str) -> str:
+    """What a device or room word names (its kind or room), for telling two fits apart."""
+    for name, words in (*_KINDS.items(), *_ROOMS.items()):
+        if any(word in phrase.split() for phrase in words):
+            return name
+    return word
 
 
 def spelled(text: str) -> str:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from agents.knowledge import ENTITY_TYPES, SELF, Claim, KnowledgeMessage, Mention, read_claims
 from agents.knowledge.local import tsquery
+from agents.knowledge.rules import only_mentioned
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -234,9 +235,7 @@ def _facts_of_others(found: list[Claim]) -> list[tuple[str, str, str]]:
         (("my sister is Sari", "I met Maya today, her birthday is 1 June"), [("Maya", "birthday", "1 June")]),
     ],
 )
-def test_a_pronoun_reaches_someone_only_mentioned(
-    texts: tuple[str, ...], expected: list[tuple[str, str, str]]
-) -> None:
+def test_a_pronoun_reaches_someone_only_mentioned(texts: tuple[str, ...], expected: list[tuple[str, str, str]]) -> None:
     assert _facts_of_others(claims(*texts)) == expected
 
 
@@ -249,3 +248,19 @@ def test_a_mention_keeps_the_gender_rules_and_is_never_a_place() -> None:
     # a place, a weekday or an agent after "with"/"at" is not a person
     assert _facts_of_others(claims("I had lunch at Senayan, her birthday is 1 June")) == []
     assert _facts_of_others(claims("I met with Zee on Monday, her birthday is 1 June")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "who"),
+    [
+        ("I met Maya at the office today", "Maya"),
+        ("tadi ketemu Budi di kantor", "Budi"),
+        ("bumped into Rina at the mall", "Rina"),
+        ("call Budi", None),  # a request, not a day told
+        ("I want to book a table with Sari", None),
+        ("did I meet Sari?", None),
+        ("I had lunch at Senayan", None),
+    ],
+)
+def test_a_day_told_is_not_a_request(text: str, who: str | None) -> None:
+    assert only_mentioned(text) == who

@@ -3,8 +3,12 @@ what each phrasing means, and the ordinary sentences that must not be read as re
 
 from __future__ import annotations
 
+from datetime import date
+from zoneinfo import ZoneInfo
+
 import pytest
 
+from agents.offline.dayparts import day_part, part_span
 from agents.rafal.offline import _heard_from, _told, wants_workspace
 from agents.yori.offline import _said_name, _want, wants_music
 from agents.zee.asks import asks_of, felt, spelled
@@ -149,3 +153,31 @@ def test_of_at_the_end_is_off() -> None:
 )
 def test_other_words_are_not_slips_of_device_words(text: str) -> None:
     assert spelled(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "hours"),
+    [
+        ("what do I have tomorrow morning?", (5, 12)),
+        ("am I free on Wednesday afternoon?", (12, 17)),
+        ("besok sore aku ada acara?", (15, 18)),
+        ("anything on tonight?", (17, 24)),
+        ("nanti malam ada jadwal apa?", (17, 24)),
+        ("besok pagi aku sibuk gak?", (5, 12)),
+        # a meal or a greeting holds a part of the day but does not ask about one
+        ("ada makan malam besok?", None),
+        ("good morning, what do I have today?", None),
+        ("what do I have tomorrow?", None),
+    ],
+)
+def test_a_part_of_the_day_is_its_hours(text: str, hours: tuple[int, int] | None) -> None:
+    part = day_part(text)
+    assert (None if part is None else (part.start, part.end)) == hours
+
+
+def test_a_part_of_the_day_spans_those_hours_in_the_persons_zone() -> None:
+    zone = ZoneInfo("Asia/Jakarta")
+    part = day_part("tomorrow evening")
+    assert part is not None
+    start, end = part_span(date(2026, 12, 1), part, zone)
+    assert (start.isoformat(), end.isoformat()) == ("2026-12-01T17:00:00+07:00", "2026-12-02T00:00:00+07:00")
