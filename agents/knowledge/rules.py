@@ -248,6 +248,22 @@ _THEIR_FACTS: tuple[tuple[str, str, re.Pattern[str], str | None], ...] = (
         rf"\b(?:{_THEY} (?:was )?born (?:on|in) |(?:ulang tahun|ultah)(?:nya| dia) "
         r"(?:tanggal |tgl |pada |itu |jatuh )*)(?P<obj>.+)", re.I), "birthday"),
 )  # fmt: skip
+# Someone merely mentioned, never said to be anyone's relation ("I had lunch with Sari",
+# "ketemu Budi tadi", "Sari said ..."): a name a pronoun after it may stand for. Only a
+# capitalised name after words that take a person: "with Senayan" is not said of a place.
+_MENTIONED = [
+    re.compile(
+        r"\b(?:with|met|meet|meeting|saw|seen|see|visited|visit|called|call|texted|text|phoned|told|asked|into|"
+        r"[Ss]ama|[Bb]areng|[Dd]engan|[Kk]etemu|[Kk]etemuan sama|[Nn]elpon|[Jj]enguk|[Nn]gobrol sama)"
+        r" (?P<name>[A-Z][\w'-]{1,30})\b"
+    ),
+    re.compile(r"(?:^|, |\band )(?P<name>[A-Z][\w'-]{1,30}) (?:said|says|told me|bilang|cerita)\b"),
+]
+_NOT_MENTIONED = _words(
+    "i me you him her them it my the a an ava zee yori rafal monday tuesday wednesday thursday friday saturday "
+    "sunday senin selasa rabu kamis jumat sabtu minggu january february march april may june july august september "
+    "october november december januari februari maret mei juni juli agustus oktober desember google spotify gmail"
+)
 # Who a pronoun can stand for: "her" is not the brother, "his" not the sister ("dia" anyone).
 _FEMALE = frozenset(("wife", "girlfriend", "sister", "mother", "daughter", "aunt", "grandmother", "niece"))
 _MALE = frozenset(("husband", "boyfriend", "brother", "father", "son", "uncle", "grandfather", "nephew"))
@@ -316,6 +332,9 @@ class _Reader:
         self.name = person_name or "The person"
         self.claims: list[Claim] = []
         self._known = list(known)
+        # People named without a claim about them, in reading order: (message id, claims
+        # made before the mention, name).
+        self._mentioned: list[tuple[str, int, str]] = []
 
     def _claim(
         self, message_id: str, relation: str, obj: Mention, text: str, slot: str | None, subject: Mention = SELF
@@ -340,6 +359,7 @@ class _Reader:
                 if rule(self, message.id, clause):
                     break
             self._people(message.id, clause)
+            self._mentions(message.id, clause)
             self._theirs(message.id, clause)
 
     def favourite(self, message_id: str, clause: str) -> bool:
@@ -429,19 +449,40 @@ class _Reader:
         messages read before it, else the newest one the graph knows, whose relation does
         not contradict the pronoun ("her" is never the brother)."""
         female, male = bool(_SHE.search(clause)), bool(_HE.search(clause))
-        here = [c for c in self.claims if c.message_id == message_id]
-        before = [c for c in self.claims if c.message_id != message_id]
-        for claim in (*reversed(here), *reversed(before), *self._known):
-            if claim.object.type == "person" and not claim.object.is_self:
-                person, relation = claim.object, claim.relation
-            elif not claim.subject.is_self and claim.subject.type == "person":
-                person, relation = claim.subject, ""
-            else:
-                continue
+        people: list[tuple[str, str, str]] = []  # (message id, name, relation), in reading order
+        mentions = iter(self._mentioned)
+        mention = next(mentions, None)
+        for i, claim in enumerate(self.claims):
+            while mention is not None and mention[1] <= i:
+                people.append((mention[0], mention[2], self._relation_of(mention[2])))
+                mention = next(mentions, None)
+            if (person := _person_of(claim)) is not None:
+                people.append((claim.message_id, *person))
+        while mention is not None:
+            people.append((mention[0], mention[2], self._relation_of(mention[2])))
+            mention = next(mentions, None)
+        here = [p for p in people if p[0] == message_id]
+        before = [p for p in people if p[0] != message_id]
+        known = [(c.message_id, *p) for c in self._known if (p := _person_of(c)) is not None]
+        for _, name, relation in (*reversed(here), *reversed(before), *known):
             if (female and relation in _MALE) or (male and relation in _FEMALE):
                 continue
-            return Mention(person.name, "person")
+            return Mention(name, "person")
         return None
+
+    def _relation_of(self, name: str) -> str:
+        """What a mentioned name is to the person, where a claim says ("Dimas" the brother)."""
+        for claim in (*reversed(self.claims), *self._known):
+            if claim.object.type == "person" and claim.object.name.casefold() == name.casefold():
+                return claim.relation
+        return ""
+
+    def _mentions(self, message_id: str, clause: str) -> None:
+        """Remember people the clause only mentions ("lunch with Sari"), for a pronoun after."""
+        found = sorted((m.start("name"), m.group("name")) for pattern in _MENTIONED for m in pattern.finditer(clause))
+        for _, name in found:
+            if name.lower() not in _NOT_MENTIONED:
+                self._mentioned.append((message_id, len(self.claims), name))
 
     def _theirs(self, message_id: str, clause: str) -> None:
         """A fact about someone named before (in this message or earlier), said with a pronoun."""
@@ -477,6 +518,15 @@ class _Reader:
                 self._claim(message_id, relation.replace(" ", "_"), Mention(name, "person"), text, slot)
 
 
+def _person_of(claim: Claim) -> tuple[str, str] | None:
+    """The other person a claim names, with what they are to the person ('' when unsaid)."""
+    if claim.object.type == "person" and not claim.object.is_self:
+        return claim.object.name, claim.relation
+    if not claim.subject.is_self and claim.subject.type == "person":
+        return claim.subject.name, ""
+    return None
+
+
 _RULES: tuple[Callable[[_Reader, str, str], bool], ...] = (
     _Reader.favourite,
     _Reader.switch,
@@ -506,6 +556,28 @@ def person_meant(*, clause: str, messages: Sequence[KnowledgeMessage]) -> str | 
             reader.read(message)
     who = reader._referent("", clause)
     return who.name if who is not None else None
+
+
+# How a message telling of one's day opens ("I had lunch with Sari", "tadi ketemu Budi"),
+# as opposed to a request naming someone ("call Budi", "book a table with Sari").
+_TELLING = re.compile(
+    r"^\s*(?:i|we|me and \w+|just|had|met|bumped|ran|saw|tadi|kemarin|barusan|aku|gue|abis|habis|ketemu)\b", re.I
+)
+
+_ASKING = re.compile(
+    r"\b(?:want|wanna|need|would like|'d like|please|pls|can you|could you|mau|pengen|pingin|tolong|bisa)\b", re.I
+)
+
+
+def only_mentioned(text: str) -> str | None:
+    """The person a statement about one's day mentions ("I had lunch with Sari": Sari), or
+    None: for an answer to it instead of "I can't do that"."""
+    if not _TELLING.match(text) or text.rstrip().endswith("?") or _ASKING.search(text):
+        return None
+    reader = _Reader("", ())
+    reader._mentions("", text)
+    names = [name for _, _, name in reader._mentioned]
+    return names[-1] if names else None
 
 
 def about_someone(text: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from agents.capabilities import capabilities
+from agents.knowledge.rules import only_mentioned
 from agents.offline.answers import asked_by, owner_of
 from agents.offline.situation import Reply, Situation, call
 from agents.offline.skillset import skills_of
@@ -205,6 +206,14 @@ def small_talk(s: Situation) -> Reply:
     if intent in ("capabilities", "who"):
         lead = in_language(lang, "I'm Ava, I lead the group.", "Aku Ava, yang mimpin grup ini.")
         return _tagged(s, f"{lead} {team}".strip(), "neutral"), []
+    if (name := only_mentioned(s.request)) is not None:
+        # Telling of one's day is no request: nothing to refuse (docs/agents.md, the offline model).
+        text = in_language(
+            lang,
+            f"Nice! Tell me anything about {name} you'd like me to remember.",
+            f"Asyik! Kalau ada yang perlu aku ingat soal {name}, bilang aja ya.",
+        )
+        return _tagged(s, text, "affectionate"), []
     text = in_language(
         lang,
         "I can't do that yet, sorry: nobody here has a tool for it.",

@@ -23,6 +23,14 @@ Topic = str
 _INDONESIAN = frozenset(
     [
         "aku",
+        "tadi",
+        "ngobrol",
+        "sama",
+        "kunci",
+        "pintu",
+        "kemarin",
+        "ketemu",
+        "ketemuan",
         "kamu",
         "gue",
         "gw",

@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.integrations.confirmations import is_plain_yes
 from agents.model import FunctionCall
+from agents.offline.dayparts import day_part, part_span
 from agents.offline.situation import Situation, call
 from agents.offline.words import Lang, has_any, words_of
 
@@ -73,10 +74,11 @@ _CALENDAR_WORDS = (
     "jadwalku", "agendaku", "meeting",
 )  # fmt: skip
 # The calendar asked about without naming it: "what's on my plate today", "am I free on
-# Wednesday?", "besok aku ada acara apa aja".
+# Wednesday?", "how's friday morning looking?", "besok aku ada acara apa aja".
 _DAY_ASKED = re.compile(
     r"\b(?:on my plate|what do i have|what have i got|what've i got|what(?:'s| is) my day|how(?:'s| is) my day|"
-    r"am i (?:free|busy)|do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
+    r"am i (?:free|busy)|how(?:'s| is| does) (?:my )?(?:tonight|tomorrow|\w+day)(?: \w+)? look(?:ing|s)?|"
+    r"do i have anything|have i got anything|anything (?:on|planned)|what(?:'s| is) (?:on|happening|"
     r"planned)|my day look|ada acara|acara apa|sibuk (?:gak|nggak|ga|ngga|enggak)|aku ada apa|ada apa aja)\b",
     re.IGNORECASE,
 )
@@ -259,12 +261,21 @@ def _calendar(s: Situation, lang: Lang, now: datetime) -> tuple[str, list[Functi
     days = _when(s.request)
     days = _weekday(s.request, now) if days is None else days
     days = 0 if days is None else days
+    day = now.date() + timedelta(days=days)
+    part = day_part(s.request)  # "tomorrow morning", "besok sore": those hours only
     found = s.last_result("list_events")
     if found is None:
-        return "", [call("list_events", {**_day_span(now, days), "limit": 20})]
+        span = _day_span(now, days)
+        if part is not None:
+            start, end = part_span(day, part, now.tzinfo)
+            span = {"time_min": start.isoformat(), "time_max": end.isoformat()}
+        return "", [call("list_events", {**span, "limit": 20})]
     label = {0: ("today", "hari ini"), 1: ("tomorrow", "besok")}.get(days)
-    day = now.date() + timedelta(days=days)
     en, id_ = label or (f"on {day:%A %d %B}", f"tanggal {day:%d/%m}")
+    if part is not None and days == 0:
+        en, id_ = part.en_today, part.id_today
+    elif part is not None:
+        en, id_ = (f"{en} {part.en}", f"{id_} {part.id_}") if label else (f"{en} in the {part.en}", f"{id_} {part.id_}")
     events = found.get("events", [])
     where = (
         _pick(lang, " in your sandbox calendar", " di kalender sandbox-mu") if found.get("account") == "sandbox" else ""

@@ -41,6 +41,8 @@ class PlaybackDevice:
     type: str
     is_active: bool
     volume: int | None
+    # The volume before a mute, where the service keeps it (the sandbox does; Spotify does not).
+    muted_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

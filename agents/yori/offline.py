@@ -94,7 +94,8 @@ _ANYTHING = "pop"
 _PUT_ON = re.compile(r"\bput ((?:\w+ ){0,3}?\w+) (?:back )?on\b", re.IGNORECASE)
 _MUTE = ("mute", "mute it", "mute the music", "senyapin", "bisuin")
 _UNMUTE = ("unmute", "unmute it", "sound back on", "turn the sound back on", "nyalain suaranya lagi", "bunyiin lagi")
-# What "unmute" brings a silent device back to: the volume before the mute is not kept anywhere.
+# What "unmute" brings a silent device back to when the service did not keep the volume from
+# before the mute (the sandbox keeps it as the device's "muted_from"; Spotify does not).
 _UNMUTED_PERCENT = 50
 _A_LOT = ("a lot", "much", "way", "banyak", "banget")
 # A mood or an activity, played as the genre that suits it.
@@ -371,7 +372,7 @@ def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall
 
 
 def _unmute(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
-    """Sound back on: a silent device goes to a middle volume; one that is not silent is left."""
+    """Sound back on: a silent device goes back to its volume before the mute (else a middle one)."""
     done = s.last_result("set_volume")
     if done is not None:
         percent = int(done.get("percent", 0))
@@ -393,7 +394,9 @@ def _unmute(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
             f"It isn't muted: volume is at {volume}%{_where(lang, state)}.",
             f"Suaranya nggak di-mute kok, volume sekarang {volume}%{_where(lang, state)}.",
         ), []
-    return "", [call("set_volume", {"percent": _UNMUTED_PERCENT})]
+    before = device.get("muted_from")
+    percent = before if isinstance(before, int) and 0 < before <= 100 else _UNMUTED_PERCENT
+    return "", [call("set_volume", {"percent": percent})]
 
 
 def _named_playlist(request: str, playlists: list[dict[str, Any]]) -> dict[str, Any] | None:

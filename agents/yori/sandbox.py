@@ -95,7 +95,9 @@ SELECT playlist_id, name, description, track_ids FROM sandbox_music_playlists WH
 _PLAYLIST_SQL = """
 SELECT track_ids FROM sandbox_music_playlists WHERE person_id = $1 AND playlist_id = $2
 """
-_DEVICES_SQL = "SELECT device_id, name, type, volume FROM sandbox_music_devices WHERE person_id = $1 ORDER BY name"
+_DEVICES_SQL = """
+SELECT device_id, name, type, volume, muted_from FROM sandbox_music_devices WHERE person_id = $1 ORDER BY name
+"""
 _PLAYER_SQL = """
 SELECT device_id, is_playing, queue, position, context_uri, updated_at FROM sandbox_music_players
 WHERE person_id = $1 FOR UPDATE
@@ -105,7 +107,12 @@ UPDATE sandbox_music_players
 SET device_id = $2, is_playing = $3, queue = $4, position = $5, context_uri = $6, updated_at = now()
 WHERE person_id = $1
 """
-_SET_VOLUME_SQL = "UPDATE sandbox_music_devices SET volume = $3 WHERE person_id = $1 AND device_id = $2"
+# Going silent keeps the volume it had (unless already silent); any other volume forgets it.
+_SET_VOLUME_SQL = """
+UPDATE sandbox_music_devices
+SET muted_from = CASE WHEN $3 = 0 THEN COALESCE(NULLIF(volume, 0), muted_from) END, volume = $3
+WHERE person_id = $1 AND device_id = $2
+"""
 
 Conn = Any  # an asyncpg connection (or pool proxy) inside one transaction
 
@@ -203,7 +210,8 @@ class SandboxMusic:
         active = await conn.fetchval("SELECT device_id FROM sandbox_music_players WHERE person_id = $1", person_id)
         rows = await conn.fetch(_DEVICES_SQL, person_id)
         return [
-            PlaybackDevice(r["device_id"], r["name"], r["type"], r["device_id"] == active, r["volume"]) for r in rows
+            PlaybackDevice(r["device_id"], r["name"], r["type"], r["device_id"] == active, r["volume"], r["muted_from"])
+            for r in rows
         ]
 
     async def my_devices(self, *, person_id: str) -> list[PlaybackDevice]:

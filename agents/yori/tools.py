@@ -25,7 +25,10 @@ def _track(t: Track) -> dict[str, Any]:
 
 
 def _device(d: PlaybackDevice) -> dict[str, Any]:
-    return {"id": d.id, "name": as_data(d.name), "type": d.type, "is_active": d.is_active, "volume": d.volume}
+    out = {"id": d.id, "name": as_data(d.name), "type": d.type, "is_active": d.is_active, "volume": d.volume}
+    if d.muted_from is not None:
+        out["muted_from"] = d.muted_from  # what "unmute" brings back
+    return out
 
 
 class _Yori:

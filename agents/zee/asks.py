@@ -283,11 +283,39 @@ def _slip(word: str, known: str) -> bool:
     return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
-# The device and room words a slip is read back to (five letters or more: short words are
+def _keys_beside() -> dict[str, str]:
+    """The letters next to each one on a QWERTY keyboard (a row is offset half a key)."""
+    rows = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+    beside: dict[str, str] = {}
+    for r, row in enumerate(rows):
+        for c, key in enumerate(row):
+            near = [row[i] for i in (c - 1, c + 1) if 0 <= i < len(row)]
+            if r > 0:
+                near += [rows[r - 1][i] for i in (c, c + 1) if i < len(rows[r - 1])]
+            if r < len(rows) - 1:
+                near += [rows[r + 1][i] for i in (c - 1, c) if 0 <= i < len(rows[r + 1])]
+            beside[key] = "".join(near)
+    return beside
+
+
+_BESIDE = _keys_beside()
+
+
+def _first_letter_slip(word: str, known: str) -> bool:
+    """A slip in the first letter: the first two swapped ("ilght") or the key beside it
+    ("kight"). Tried only when no slip that keeps the first letter fits."""
+    if len(word) != len(known) or word == known:
+        return False
+    if word[1:] == known[1:]:
+        return word[0] in _BESIDE.get(known[0], "")
+    return word[:2] == known[1::-1] and word[2:] == known[2:]
+
+
+# The device and room words a slip is read back to (four letters or more: shorter words are
 # too close to others; everyday words such as "kerja" or "makan" are left as typed).
 _SPELLED = tuple(
     sorted(
-        {w for words in _KINDS.values() for phrase in words for w in phrase.split() if len(w) >= 5}
+        {w for words in _KINDS.values() for phrase in words for w in phrase.split() if len(w) >= 4}
         | {
             "bedroom",
             "kitchen",
@@ -303,16 +331,45 @@ _SPELLED = tuple(
         }
     )
 )
+# Device words spelled as they sound, not slipped ("lite").
+_SOUNDS_LIKE = {"lite": "light", "lites": "lights", "lyte": "light", "lytes": "lights"}
+# Real words one slip away from a device or room word (or a key away in the first letter):
+# never read back ("a pint", "bind", "odor", "ibu tiri", "masa lampau", "lamar kerja").
+_REAL_WORDS = frozenset(
+    (
+        "pint", "pints", "font", "fonts", "dean", "deans", "bind", "binds", "laps", "lunge", "lunges", "odor",
+        "tiri", "tirani", "lampau", "lamar", "kuncir", "harden", "pock",
+    )
+)  # fmt: skip
+
+
+def _read_back(word: str) -> str | None:
+    """The device or room word a typed word is a slip of, when exactly one fits; else None."""
+    if word in _SOUNDS_LIKE:
+        return _SOUNDS_LIKE[word]
+    if len(word) < 4 or not word.isalpha() or word in _SPELLED or word in _REAL_WORDS:
+        return None
+    fits = {k for k in _SPELLED if _slip(word, k)} or {k for k in _SPELLED if _first_letter_slip(word, k)}
+    if len({_meaning(k) for k in fits}) != 1:
+        return None  # nothing fits, or two things do ("kamr" could never be both)
+    # Words for the same thing ("lamup": lampu or lamp) are one fit; the swap is the likelier slip.
+    return min(fits, key=lambda k: (len(k) != len(word), k))
+
+
+def _meaning(word: str) -> str:
+    """What a device or room word names (its kind or room), for telling two fits apart."""
+    for name, words in (*_KINDS.items(), *_ROOMS.items()):
+        if any(word in phrase.split() for phrase in words):
+            return name
+    return word
 
 
 def spelled(text: str) -> str:
-    """The text with slips of device and room words read back ("the bedroom lihgt")."""
+    """The text with slips of device and room words read back ("the bedroom lihgt", "the
+    lite", "ilght"): one word only when exactly one fits (docs/agents.md, the offline model)."""
     out = []
     for word in re.findall(r"[\w'°%]+|\W+", text):
-        low = word.lower()
-        if len(low) >= 5 and low.isalpha() and low not in _SPELLED:
-            word = next((k for k in _SPELLED if _slip(low, k)), word)
-        out.append(word)
+        out.append(_read_back(word.lower()) or word)
     return "".join(out)
 
 

@@ -73,6 +73,24 @@ async def test_volume_is_set_on_the_active_device_and_checked(music: MusicPlayer
     assert [d.volume for d in await music.my_devices(person_id="usr_1") if d.is_active] == [30]
 
 
+async def test_the_sandbox_keeps_the_volume_from_before_a_mute(pool: asyncpg.Pool) -> None:
+    # "unmute" brings that volume back (docs/agents.md); Spotify keeps none, so the sandbox only.
+    music = SandboxMusic(pool)
+
+    async def active() -> tuple[int | None, int | None]:
+        (device,) = [d for d in await music.my_devices(person_id="usr_m") if d.is_active]
+        return device.volume, device.muted_from
+
+    await music.set_volume(person_id="usr_m", percent=35)
+    assert await active() == (35, None)
+    await music.set_volume(person_id="usr_m", percent=0)
+    assert await active() == (0, 35)
+    await music.set_volume(person_id="usr_m", percent=0)  # muted twice: still the volume before
+    assert await active() == (0, 35)
+    await music.set_volume(person_id="usr_m", percent=60)  # any other volume forgets it
+    assert await active() == (60, None)
+
+
 async def test_playlists_play_as_a_context(music: MusicPlayer) -> None:
     playlists = await music.my_playlists(person_id="usr_1")
     assert playlists and all(p.uri.startswith("spotify:playlist:") for p in playlists)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from agents.knowledge import ENTITY_TYPES, SELF, Claim, KnowledgeMessage, Mention, read_claims
 from agents.knowledge.local import tsquery
+from agents.knowledge.rules import only_mentioned
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -216,3 +217,50 @@ def test_her_is_never_the_brother_nor_his_the_sister() -> None:
     # with both named, each pronoun finds the one it can be
     found = claims("my sister is Sari", "my brother is Dimas", "her birthday is 12 May")
     assert [(c.subject.name, c.object.name) for c in found if c.relation == "birthday"] == [("Sari", "12 May")]
+
+
+def _facts_of_others(found: list[Claim]) -> list[tuple[str, str, str]]:
+    return [(c.subject.name, c.relation, c.object.name) for c in found if not c.subject.is_self]
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (("I had lunch with Sari, her birthday is 12 May",), [("Sari", "birthday", "12 May")]),
+        (("I had lunch with Sari", "she's allergic to shrimp"), [("Sari", "allergic_to", "shrimp")]),
+        (("tadi aku makan siang sama Sari, ulang tahunnya 12 Mei",), [("Sari", "birthday", "12 Mei")]),
+        (("ketemu Budi tadi", "dia suka kopi"), [("Budi", "likes", "kopi")]),
+        (("Rina said her favourite food is sate",), [("Rina", "favourite", "sate")]),
+        # the last one mentioned, after someone named as a relation earlier
+        (("my sister is Sari", "I met Maya today, her birthday is 1 June"), [("Maya", "birthday", "1 June")]),
+    ],
+)
+def test_a_pronoun_reaches_someone_only_mentioned(texts: tuple[str, ...], expected: list[tuple[str, str, str]]) -> None:
+    assert _facts_of_others(claims(*texts)) == expected
+
+
+def test_a_mention_keeps_the_gender_rules_and_is_never_a_place() -> None:
+    # Dimas is the brother: "her" after a mention of him is not him (nor anyone else here)
+    assert _facts_of_others(claims("my brother is Dimas", "I saw Dimas yesterday, her birthday is 3 June")) == []
+    # ...but the sister named before is who "her" can be
+    found = claims("my sister is Sari", "my brother is Dimas", "I called Dimas, her birthday is 3 June")
+    assert _facts_of_others(found) == [("Sari", "birthday", "3 June")]
+    # a place, a weekday or an agent after "with"/"at" is not a person
+    assert _facts_of_others(claims("I had lunch at Senayan, her birthday is 1 June")) == []
+    assert _facts_of_others(claims("I met with Zee on Monday, her birthday is 1 June")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "who"),
+    [
+        ("I met Maya at the office today", "Maya"),
+        ("tadi ketemu Budi di kantor", "Budi"),
+        ("bumped into Rina at the mall", "Rina"),
+        ("call Budi", None),  # a request, not a day told
+        ("I want to book a table with Sari", None),
+        ("did I meet Sari?", None),
+        ("I had lunch at Senayan", None),
+    ],
+)
+def test_a_day_told_is_not_a_request(text: str, who: str | None) -> None:
+    assert only_mentioned(text) == who

@@ -3,8 +3,12 @@ what each phrasing means, and the ordinary sentences that must not be read as re
 
 from __future__ import annotations
 
+from datetime import date
+from zoneinfo import ZoneInfo
+
 import pytest
 
+from agents.offline.dayparts import day_part, part_span
 from agents.rafal.offline import _heard_from, _told, wants_workspace
 from agents.yori.offline import _said_name, _want, wants_music
 from agents.zee.asks import asks_of, felt, spelled
@@ -112,6 +116,15 @@ def test_a_day_asked_about_without_the_word_calendar(text: str) -> None:
         ("close the curtian", "close the curtain"),
         ("turn off the right one", "turn off the right one"),  # a different letter is no slip
         ("night light", "night light"),
+        # spelled as it sounds, and short words of four letters where one word fits
+        ("turn off the lite", "turn off the light"),
+        ("lmap off", "lamp off"),
+        ("lokc the dooor", "lock the door"),
+        ("buka tiari", "buka tirai"),
+        # the first letter, only when nothing keeping it fits: swapped, or the key beside it
+        ("turn on the ilght", "turn on the light"),
+        ("kight on pls", "light on pls"),
+        ("nyalain kampu dapur", "nyalain lampu dapur"),
     ],
 )
 def test_slips_of_device_and_room_words_are_read_back(typed: str, read: str) -> None:
@@ -123,6 +136,48 @@ def test_of_at_the_end_is_off() -> None:
     assert ask.kinds == ("dj",) and [(a.what, a.value) for a in ask.actions] == [("power", False)]
 
 
-@pytest.mark.parametrize("text", ["book me a flight to Bali", "a slight delay", "what a plight"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "book me a flight to Bali",
+        "a slight delay",
+        "what a plight",
+        "order a pint",  # a slip of "pintu", but a word
+        "pick a font",  # of "front"
+        "that's odor",  # "door" with the first two swapped
+        "mau lamar kerja",  # "kamar" with the key beside k
+        "masa lampau",  # "lampu" with a letter more
+        "right night might sight",  # another first letter, not a key beside "l"
+        "the dor",  # three letters: too short
+    ],
+)
 def test_other_words_are_not_slips_of_device_words(text: str) -> None:
     assert spelled(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "hours"),
+    [
+        ("what do I have tomorrow morning?", (5, 12)),
+        ("am I free on Wednesday afternoon?", (12, 17)),
+        ("besok sore aku ada acara?", (15, 18)),
+        ("anything on tonight?", (17, 24)),
+        ("nanti malam ada jadwal apa?", (17, 24)),
+        ("besok pagi aku sibuk gak?", (5, 12)),
+        # a meal or a greeting holds a part of the day but does not ask about one
+        ("ada makan malam besok?", None),
+        ("good morning, what do I have today?", None),
+        ("what do I have tomorrow?", None),
+    ],
+)
+def test_a_part_of_the_day_is_its_hours(text: str, hours: tuple[int, int] | None) -> None:
+    part = day_part(text)
+    assert (None if part is None else (part.start, part.end)) == hours
+
+
+def test_a_part_of_the_day_spans_those_hours_in_the_persons_zone() -> None:
+    zone = ZoneInfo("Asia/Jakarta")
+    part = day_part("tomorrow evening")
+    assert part is not None
+    start, end = part_span(date(2026, 12, 1), part, zone)
+    assert (start.isoformat(), end.isoformat()) == ("2026-12-01T17:00:00+07:00", "2026-12-02T00:00:00+07:00")
