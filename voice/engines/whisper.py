@@ -34,6 +34,11 @@ its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures th
 with or without a faint fill of the empty upper band, and the multilingual base all misheard
 more words than the full window, so it stays.
 
+A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names and
+the home's devices), which Whisper reads as the text said just before each utterance, on
+both paths; with it, names and device words are heard as written (BENCHMARKS.md, "Heard
+well over a phone line").
+
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
 falls quiet) starts transcribing what was said so far at once; `speech_resumed` (they
@@ -175,20 +180,27 @@ def _samples(pcm: bytes) -> np.ndarray:
     return np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float32) / 32768.0
 
 
-def transcribe_pcm16(pcm: bytes, recogniser: Recogniser = TINY_EN, *, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
-    """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread."""
+def transcribe_pcm16(
+    pcm: bytes, recogniser: Recogniser = TINY_EN, *, min_window_s: int = SHORT_WINDOW_MIN_S, prompt: str = ""
+) -> str:
+    """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread.
+
+    `prompt`: words the recogniser should expect (`voice.vocabulary`), given to Whisper as
+    the text said before this utterance."""
     samples = _samples(pcm)
     seconds = len(samples) / WHISPER_RATE
     if seconds + 1 > FULL_WINDOW_S:
-        return transcribe_full_window(pcm, recogniser)
-    return _transcribe_short(samples, recogniser, min_window_s)
+        return transcribe_full_window(pcm, recogniser, prompt=prompt)
+    return _transcribe_short(samples, recogniser, min_window_s, prompt)
 
 
 def _window_s(seconds: float, min_window_s: int = SHORT_WINDOW_MIN_S) -> int:
     return min(FULL_WINDOW_S, max(min_window_s, math.ceil(seconds) + 1))
 
 
-def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
+def _transcribe_short(
+    samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S, prompt_text: str = ""
+) -> str:
     """One utterance through a window just longer than itself (greedy, no timestamps)."""
     import ctranslate2
 
@@ -197,7 +209,7 @@ def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s:
     padded = np.pad(samples, (0, window * WHISPER_RATE - len(samples)))
     features = model.feature_extractor(padded, padding=0)[:, : window * FEATURE_FRAMES_PER_S]
     tokenizer = _tokenizer(model, recogniser.language)
-    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    prompt = [*_previous_text(tokenizer, prompt_text), *tokenizer.sot_sequence, tokenizer.no_timestamps]
     result = model.model.generate(
         ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
         [prompt],
@@ -218,6 +230,16 @@ def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s:
 
 
 _tokenizers: dict[tuple[int, str], Tokenizer] = {}
+# At most this many tokens of vocabulary go before an utterance (Whisper's own limit for the
+# previous text is half its 448-token context; a short list costs the decoder less).
+PROMPT_TOKENS_MAX = 96
+
+
+def _previous_text(tokenizer: Tokenizer, text: str) -> list[int]:
+    """Whisper's "text said before" block (`<|startofprev|>` and the words), or nothing."""
+    if not text.strip():
+        return []
+    return [tokenizer.sot_prev, *tokenizer.encode(" " + text.strip())[-PROMPT_TOKENS_MAX:]]
 
 
 def _tokenizer(model: WhisperModel, language: str) -> Tokenizer:
@@ -253,7 +275,7 @@ def _word(token: str) -> str:
     return "".join(c for c in token.lower() if c.isalnum() or c == "'")
 
 
-def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
+def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prompt: str = "") -> str:
     """Blocking: faster-whisper's own path, every clip padded to the 30 s window.
 
     Long utterances take it (it splits them); the voice benchmark times it as the baseline
@@ -266,12 +288,16 @@ def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
         condition_on_previous_text=False,
         without_timestamps=True,
         vad_filter=False,  # the pipeline's VAD already cut the utterance
+        initial_prompt=prompt.strip() or None,
     )
     # `segments` is lazy: decoding happens while it is consumed, here in the caller's thread.
+    # With a prompt, silence decodes as the prompt's names at a probable score ("Yori, Zee,
+    # Zee."), which Whisper's rule keeps; the short window's "this sure, it is silence" applies.
     words = [
         s.text.strip()
         for s in segments
         if not (s.no_speech_prob > NO_SPEECH_PROB_MAX and s.avg_logprob < LOG_PROB_SILENCE_MAX)
+        and s.no_speech_prob <= NO_SPEECH_PROB_CERTAIN
     ]
     return " ".join(w for w in words if w)
 
@@ -292,9 +318,10 @@ class _Speculation:
 class WhisperSTTService(SegmentedSTTService):
     """Pipecat STT: one finalized transcript per VAD-delimited utterance, offline."""
 
-    def __init__(self, *, recogniser: Recogniser = TINY_EN, **kwargs: Any) -> None:
+    def __init__(self, *, recogniser: Recogniser = TINY_EN, prompt: str = "", **kwargs: Any) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
         self.recogniser = recogniser  # before the base asks for the service language
+        self.prompt = prompt  # words to expect (voice/vocabulary.py), before every utterance
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
         self._narrowband = False
@@ -335,7 +362,7 @@ class WhisperSTTService(SegmentedSTTService):
         try:
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
                 transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
-                return await asyncio.to_thread(transcribe, audio, self.recogniser)
+                return await asyncio.to_thread(transcribe, audio, self.recogniser, prompt=self.prompt)
         finally:
             _running -= 1
 
