@@ -226,7 +226,7 @@ def _transcribe_short(
     silent = result.no_speech_prob > NO_SPEECH_PROB_MAX and avg_logprob < LOG_PROB_SILENCE_MAX
     if silent or result.no_speech_prob > NO_SPEECH_PROB_CERTAIN:
         return ""
-    return _without_repeats(tokenizer.decode(tokens).strip())
+    return _without_repeats(_without_loops(tokenizer.decode(tokens).strip()))
 
 
 _tokenizers: dict[tuple[int, str], Tokenizer] = {}
@@ -271,6 +271,28 @@ def _without_repeats(text: str) -> str:
     return text
 
 
+LOOP_MIN = 3  # one word this many times in a row is Whisper looping, not a person
+
+
+def _without_loops(text: str) -> str:
+    """One word written over and over kept once: with the room's names in the prompt, a
+    clip Whisper could not make out came back as "Ava, Zee, Zee, Zee, Zee" (the prompt's
+    names looping). People repeat a word twice ("no, no"); three times and more is kept once."""
+    tokens = text.split()
+    kept: list[str] = []
+    run = 0
+    for i, token in enumerate(tokens):
+        run = run + 1 if i and _word(token) and _word(token) == _word(tokens[i - 1]) else 1
+        if run == 2 and i + 1 < len(tokens) and _word(tokens[i + 1]) == _word(token):
+            continue  # the second of a loop: dropped with the rest
+        if run >= 3:
+            continue
+        kept.append(token)
+    if len(kept) == len(tokens):
+        return text
+    return " ".join(kept).rstrip(",;:")
+
+
 def _word(token: str) -> str:
     return "".join(c for c in token.lower() if c.isalnum() or c == "'")
 
@@ -281,8 +303,12 @@ def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prom
     Long utterances take it (it splits them); the voice benchmark times it as the baseline
     recogniser the short window is measured against."""
     samples = _samples(pcm)
+    # The decoder's cap as on the short window, per 30 s window: a loop ends there instead of
+    # at 224 tokens, each of faster-whisper's retries at a higher temperature included.
+    window_s = min(FULL_WINDOW_S, len(samples) / WHISPER_RATE)
     segments, _ = whisper_model(recogniser.model).transcribe(
         samples,
+        max_new_tokens=TOKENS_MIN + math.ceil(TOKENS_PER_S * window_s),
         language=recogniser.language,
         beam_size=1,  # greedy: a short command gains nothing from a wider beam, and waits less
         condition_on_previous_text=False,
@@ -299,7 +325,7 @@ def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prom
         if not (s.no_speech_prob > NO_SPEECH_PROB_MAX and s.avg_logprob < LOG_PROB_SILENCE_MAX)
         and s.no_speech_prob <= NO_SPEECH_PROB_CERTAIN
     ]
-    return " ".join(w for w in words if w)
+    return _without_repeats(_without_loops(" ".join(w for w in words if w)))
 
 
 def _rms(pcm: bytes) -> float:
