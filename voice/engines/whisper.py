@@ -325,7 +325,8 @@ def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prom
         if not (s.no_speech_prob > NO_SPEECH_PROB_MAX and s.avg_logprob < LOG_PROB_SILENCE_MAX)
         and s.no_speech_prob <= NO_SPEECH_PROB_CERTAIN
     ]
-    return _without_repeats(_without_loops(" ".join(w for w in words if w)))
+    # Whole-phrase repeats stay (a long utterance split in windows may repeat itself for real).
+    return _without_loops(" ".join(w for w in words if w))
 
 
 def _rms(pcm: bytes) -> float:
