@@ -28,9 +28,10 @@ in dBm0 (about -20 is a telephone network's nominal speech level).
 
 *Vocabulary* (`--vocabulary`, issue 29's names): the same clips plus commands that name
 the team ("Zee, turn on the bedroom light"), each heard down the phone line and as the
-speaker door hears it (16 kHz, no line), with and without the room's prompt
-(`voice.vocabulary`), in the same run. Besides the word error rate it counts, word by
-word, how many of the team's names and of the device words in what was said were heard.
+speaker door hears it (16 kHz, no line), with no prompt, the room's names
+(`voice.vocabulary`, what calls use) and the names with the sandbox devices, in the same
+run. Besides the word error rate it counts, word by word, how many of the team's names and
+of the device words in what was said were heard.
 
 `--limit N` hears the first N clips of each set only (a smoke run).
 """
@@ -356,6 +357,7 @@ async def run_vocabulary(limit: int | None) -> str:
     preload_hibari()
     whisper_model(TINY_EN.model)
     prompt = room_prompt()
+    with_devices = room_prompt(with_devices=True)
     texts: list[tuple[str, str, str | None]] = []
     for text in (*COMMANDS[:limit], *ADDRESSED[:limit]):
         texts += [(text, "neural", None), (text, "espeak-ng", "")]
@@ -366,19 +368,29 @@ async def run_vocabulary(limit: int | None) -> str:
         clips[:] = [Clip(_plain(c.text), c.source, c.audio) for c in clips]
     hear_all(lambda a: transcribe_full_window(a, TINY_EN), phone[:2])  # warm-up
     runs: list[tuple[str, list[Clip], Hear]] = [
-        ("phone, full window (today)", phone, lambda a: transcribe_full_window(a, TINY_EN)),
-        ("phone, full window + vocabulary", phone, lambda a: transcribe_full_window(a, TINY_EN, prompt=prompt)),
-        ("phone, short 15 + vocabulary", phone, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
-        ("speaker, short 15 (today)", speaker, lambda a: transcribe_pcm16(a, TINY_EN)),
-        ("speaker, short 15 + vocabulary", speaker, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
+        ("phone, full window, no prompt", phone, lambda a: transcribe_full_window(a, TINY_EN)),
+        ("phone, full window + names", phone, lambda a: transcribe_full_window(a, TINY_EN, prompt=prompt)),
+        (
+            "phone, full window + names and devices",
+            phone,
+            lambda a: transcribe_full_window(a, TINY_EN, prompt=with_devices),
+        ),
+        ("phone, short 15 + names", phone, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
+        ("speaker, short 15, no prompt", speaker, lambda a: transcribe_pcm16(a, TINY_EN)),
+        ("speaker, short 15 + names", speaker, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
+        (
+            "speaker, short 15 + names and devices",
+            speaker,
+            lambda a: transcribe_pcm16(a, TINY_EN, prompt=with_devices),
+        ),
     ]
     results = {name: await asyncio.to_thread(hear_all, hear, clips) for name, clips, hear in runs}
     quiet = bytes(RATE * 2)
     noise = (np.random.default_rng(1).standard_normal(RATE) * 60).astype("<i2").tobytes()
     invented = {
-        name: [hear(quiet), hear(noise)] for name, _, hear in runs if "vocabulary" in name
+        name: [hear(quiet), hear(noise)] for name, _, hear in runs if "+" in name
     }  # what the prompt makes of a second of silence and of faint noise (should be nothing)
-    return report_vocabulary(results, prompt, invented, len(speaker))
+    return report_vocabulary(results, f"{prompt!r}; with devices {with_devices!r}", invented, len(speaker))
 
 
 def _plain(text: str) -> str:
@@ -392,8 +404,8 @@ def report_vocabulary(results: dict[str, list[Heard]], prompt: str, invented: di
         f"## Vocabulary: the room's names, heard or not ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
         "",
         f"Machine: {cpu_model()}, Python {platform.python_version()}. {clips} clips at each door (commands and "
-        "commands naming the team, neural voice and espeak-ng; phrases in other espeak-ng voices); the prompt: "
-        f"{prompt!r}.",
+        "commands naming the team, neural voice and espeak-ng; phrases in other espeak-ng voices); the prompts: "
+        f"{prompt}.",
         "",
         "| door, how heard | WER, all | team names heard | device words heard | time per clip p50 | max |",
         "|---|---:|---:|---:|---:|---:|",

@@ -34,9 +34,9 @@ its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures th
 with or without a faint fill of the empty upper band, and the multilingual base all misheard
 more words than the full window, so it stays.
 
-A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names and
-the home's devices), which Whisper reads as the text said just before each utterance, on
-both paths; with it, names and device words are heard as written (BENCHMARKS.md, "Heard
+A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
+which Whisper reads as the text said just before each utterance, on both paths; with it,
+the names are heard as written (BENCHMARKS.md, "Heard
 well over a phone line").
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
