@@ -36,8 +36,7 @@ more words than the full window, so it stays.
 
 A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
 which Whisper reads as the text said just before each utterance, on both paths; with it,
-the names are heard as written (BENCHMARKS.md, "Heard
-well over a phone line").
+the names are heard as written (BENCHMARKS.md, "Heard well over a phone line").
 
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
@@ -277,17 +276,16 @@ LOOP_MIN = 3  # one word this many times in a row is Whisper looping, not a pers
 def _without_loops(text: str) -> str:
     """One word written over and over kept once: with the room's names in the prompt, a
     clip Whisper could not make out came back as "Ava, Zee, Zee, Zee, Zee" (the prompt's
-    names looping). People repeat a word twice ("no, no"); three times and more is kept once."""
+    names looping). People repeat a word twice ("no, no"); `LOOP_MIN` times is a loop."""
     tokens = text.split()
     kept: list[str] = []
-    run = 0
-    for i, token in enumerate(tokens):
-        run = run + 1 if i and _word(token) and _word(token) == _word(tokens[i - 1]) else 1
-        if run == 2 and i + 1 < len(tokens) and _word(tokens[i + 1]) == _word(token):
-            continue  # the second of a loop: dropped with the rest
-        if run >= 3:
-            continue
-        kept.append(token)
+    start = 0
+    while start < len(tokens):
+        end = start + 1
+        while end < len(tokens) and _word(tokens[end]) and _word(tokens[end]) == _word(tokens[start]):
+            end += 1
+        kept += tokens[start : start + 1] if end - start >= LOOP_MIN else tokens[start:end]
+        start = end
     if len(kept) == len(tokens):
         return text
     return " ".join(kept).rstrip(",;:")
