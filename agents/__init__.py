@@ -47,12 +47,19 @@ from agents.specialists import Specialists, build_specialists
 from agents.toolbox import RunContext, Toolbox
 from agents.tools import Tool
 from agents.zee.home import Command, SmartHome
+from agents.zee.sandbox import DEVICE_NAMES as SANDBOX_DEVICE_NAMES
 from agents.zee.sandbox import SandboxHome
 
 
 def specialist_packages() -> tuple[str, ...]:
     """The packages of the specialists in the room (for their migrations)."""
     return current_roster().packages
+
+
+def team_names() -> tuple[str, ...]:
+    """Every member of the room by the name people say (Ava first, then the current roster's
+    specialists in order, so an installed specialist is included)."""
+    return tuple(spec.display_name for spec in AGENTS.values())
 
 
 def specialist_settings_models() -> dict[str, type[VendorSettings]]:
@@ -66,6 +73,7 @@ __all__ = [
     "EMOTIONS",
     "HUMAN",
     "POSTERA",
+    "SANDBOX_DEVICE_NAMES",
     "SPECIALISTS",
     "AgentSpec",
     "Channel",
@@ -119,6 +127,7 @@ __all__ = [
     "session_facts",
     "specialist_packages",
     "specialist_settings_models",
+    "team_names",
     "to_contents",
     "window",
 ]

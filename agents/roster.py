@@ -5,7 +5,8 @@ whose `agent.py` declares a `SPECIALIST` (agents/specialist.py). The roster is t
 of those packages, written once: `BUILT_IN` below, or the list the composition root
 installs from the settings. Everything that names the agents (routing's mentions, Ava's
 handoff tools, the team layer, the room layer, the offline model's vocabulary, the
-capability checks, the terminal's completion) reads it from here, so a new specialist is
+recogniser's prompt of names (voice/vocabulary.py), the capability checks, the terminal's
+completion) reads it from here, so a new specialist is
 added by adding its package name to that list (docs/adding-an-agent.md).
 
 Packages are imported by name (`importlib`), never by an import statement: the roster

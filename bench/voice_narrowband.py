@@ -26,6 +26,13 @@ a phone's loudness), to μ-law and back, heard by the recogniser the phone door 
 target <= 5 % word error. The active speech level of each sentence on the line is reported
 in dBm0 (about -20 is a telephone network's nominal speech level).
 
+*Vocabulary* (`--vocabulary`, issue 29's names): the same clips plus commands that name
+the team ("Zee, turn on the bedroom light"), each heard down the phone line and as the
+speaker door hears it (16 kHz, no line), with no prompt, the room's names
+(`voice.vocabulary`, what calls use) and the names with the sandbox devices, in the same
+run. Besides the word error rate it counts, word by word, how many of the team's names and
+of the device words in what was said were heard.
+
 `--limit N` hears the first N clips of each set only (a smoke run).
 """
 
@@ -39,6 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,6 +55,7 @@ from pathlib import Path
 import numpy as np
 from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
 
+from agents import SANDBOX_DEVICE_NAMES, team_names
 from bench.turn_overhead import cpu_model
 from bench.voice_intelligibility import REPLIES, edit_distance, words
 from voice.engines.espeak import synthesize
@@ -61,6 +70,7 @@ from voice.engines.whisper import (
 )
 from voice.phone_line import DBM0_FROM_DBFS, LineSignal
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
+from voice.vocabulary import room_prompt
 
 RESULTS = Path(__file__).parent / "results"
 RATE = 16_000
@@ -99,6 +109,17 @@ PEOPLE: tuple[tuple[str, str, str, str], ...] = (
     ("remind me to buy milk at six", "en-gb-scotland", "100%", "-15%"),
     ("turn the volume down a little", "en-us", "140%", "0%"),
     ("who are you", "en+klatt", "80%", "+10%"),
+)
+# Commands that name who should act, as people say them to the room.
+ADDRESSED: tuple[str, ...] = (
+    "Zee, turn on the bedroom light",
+    "Zee, turn off the living room light",
+    "ask Zee to close the living room curtain",
+    "Yori, play some jazz",
+    "Yori, pause the music",
+    "Rafal, any new email today",
+    "Rafal, what's on my calendar tomorrow",
+    "Ava, what can you do",
 )
 NAMES: tuple[tuple[str, str | None], ...] = (
     ("Zee has turned on the light.", None),
@@ -305,12 +326,120 @@ def report(results: dict[str, list[Heard]], chosen: str, spoken: list[Spoken], c
     return "\n".join(lines) + "\n"
 
 
+async def both_doors(texts: list[tuple[str, str, str | None]]) -> tuple[list[Clip], list[Clip]]:
+    """Each (text, voice, espeak voice or None for the neural one) as the speaker door hears it
+    (16 kHz) and as the phone door does (down the line and back)."""
+    speaker, phone = [], []
+    for text, source, voice in texts:
+        if voice is None:
+            pcm, rate = await synthesize_neural(text)
+        else:
+            pcm, rate = await synthesize(text, voice=voice) if voice else await synthesize(text)
+        wide = padded(await to_16k(pcm, rate))
+        speaker.append(Clip(text, source, wide))
+        phone.append(Clip(text, source, await down_the_line(wide)))
+    return speaker, phone
+
+
+def said(reference: list[str], heard: list[str], keys: set[str]) -> tuple[int, int]:
+    """(how many of `keys` were said, how many of those were heard), word by word."""
+    wanted = Counter(w for w in reference if w in keys)
+    got = Counter(w for w in heard if w in keys)
+    return sum(wanted.values()), sum(min(n, got[w]) for w, n in wanted.items())
+
+
+def hit_rate(heard: list[Heard], keys: set[str]) -> tuple[int, int]:
+    pairs = [said(words(h.clip.text), words(h.text), keys) for h in heard]
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+async def run_vocabulary(limit: int | None) -> str:
+    preload_hibari()
+    whisper_model(TINY_EN.model)
+    prompt = room_prompt()
+    with_devices = room_prompt(with_devices=True)
+    texts: list[tuple[str, str, str | None]] = []
+    for text in (*COMMANDS[:limit], *ADDRESSED[:limit]):
+        texts += [(text, "neural", None), (text, "espeak-ng", "")]
+    for text, voice, speed, pitch in PEOPLE[:limit]:
+        texts.append((f'<speak><prosody rate="{speed}" pitch="{pitch}">{text}</prosody></speak>', voice, voice))
+    speaker, phone = await both_doors(texts)
+    for clips in (speaker, phone):  # the reference is the words, not the SSML around them
+        clips[:] = [Clip(_plain(c.text), c.source, c.audio) for c in clips]
+    hear_all(lambda a: transcribe_full_window(a, TINY_EN), phone[:2])  # warm-up
+    runs: list[tuple[str, list[Clip], Hear]] = [
+        ("phone, full window, no prompt", phone, lambda a: transcribe_full_window(a, TINY_EN)),
+        ("phone, full window + names", phone, lambda a: transcribe_full_window(a, TINY_EN, prompt=prompt)),
+        (
+            "phone, full window + names and devices",
+            phone,
+            lambda a: transcribe_full_window(a, TINY_EN, prompt=with_devices),
+        ),
+        ("phone, short 15 + names", phone, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
+        ("speaker, short 15, no prompt", speaker, lambda a: transcribe_pcm16(a, TINY_EN)),
+        ("speaker, short 15 + names", speaker, lambda a: transcribe_pcm16(a, TINY_EN, prompt=prompt)),
+        (
+            "speaker, short 15 + names and devices",
+            speaker,
+            lambda a: transcribe_pcm16(a, TINY_EN, prompt=with_devices),
+        ),
+    ]
+    results = {name: await asyncio.to_thread(hear_all, hear, clips) for name, clips, hear in runs}
+    quiet = bytes(RATE * 2)
+    noise = (np.random.default_rng(1).standard_normal(RATE) * 60).astype("<i2").tobytes()
+    invented = {
+        name: [hear(quiet), hear(noise)] for name, _, hear in runs if "+" in name
+    }  # what the prompt makes of a second of silence and of faint noise (should be nothing)
+    return report_vocabulary(results, f"{prompt!r}; with devices {with_devices!r}", invented, len(speaker))
+
+
+def _plain(text: str) -> str:
+    return text.split(">", 2)[-1].split("<", 1)[0] if text.startswith("<speak>") else text
+
+
+def report_vocabulary(results: dict[str, list[Heard]], prompt: str, invented: dict[str, list[str]], clips: int) -> str:
+    names = {n.lower() for n in team_names()}
+    devices = {w for d in SANDBOX_DEVICE_NAMES for w in words(d)}
+    lines = [
+        f"## Vocabulary: the room's names, heard or not ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"Machine: {cpu_model()}, Python {platform.python_version()}. {clips} clips at each door (commands and "
+        "commands naming the team, neural voice and espeak-ng; phrases in other espeak-ng voices); the prompts: "
+        f"{prompt}.",
+        "",
+        "| door, how heard | WER, all | team names heard | device words heard | time per clip p50 | max |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, heard in results.items():
+        said_names, heard_names = hit_rate(heard, names)
+        said_devices, heard_devices = hit_rate(heard, devices)
+        lines.append(
+            f"| {name} | {wer(heard):.1%} | {heard_names} of {said_names} | {heard_devices} of {said_devices} | "
+            f"{median_ms(heard):.0f} ms | {max(h.seconds for h in heard) * 1000:.0f} ms |"
+        )
+    lines += [
+        "",
+        "Silence and faint noise (1 s each) with the prompt: "
+        + "; ".join(f"{name}: {texts!r}" for name, texts in invented.items()),
+        "",
+        "Misheard:",
+        "",
+    ]
+    for name, heard in results.items():
+        wrong = [f"{h.clip.text!r} ({h.clip.source}) -> {h.text!r}" for h in heard if h.errors]
+        lines.append(f"- {name}: " + ("; ".join(wrong) if wrong else "none"))
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--limit", type=int, default=None, help="only the first N clips of each set (a smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS / "voice_narrowband.md")
+    parser.add_argument("--vocabulary", action="store_true", help="the room's prompt against none, both doors")
     args = parser.parse_args()
-    text = asyncio.run(run(args.limit))
+    if args.vocabulary and args.out == parser.get_default("out"):
+        args.out = RESULTS / "voice_vocabulary.md"
+    text = asyncio.run(run_vocabulary(args.limit) if args.vocabulary else run(args.limit))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     sys.stdout.write(text)

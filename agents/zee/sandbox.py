@@ -46,6 +46,8 @@ _SEED: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     # A lock, so the confirmation a risky command needs (docs/agents.md#risky-actions) is seen offline too.
     ("sbx-lock-front", "Front door", "ms", {"lock_motor_state": True}),
 )
+# What the sandbox home's devices are called (measured as words for the recogniser; voice/vocabulary.py).
+DEVICE_NAMES: tuple[str, ...] = tuple(name for _, name, _, _ in _SEED)
 
 _SEED_SQL = """
 INSERT INTO sandbox_devices (person_id, device_id, name, category, status)

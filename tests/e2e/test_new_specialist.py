@@ -203,3 +203,14 @@ async def test_the_room_and_the_team_name_the_new_specialist(weather_app: App) -
     assert [s.name for s in team["weather"]] == ["get_forecast"]
     assert "- Weather (weather): read the forecast. Tools: get_forecast." in team_layer(team)
     assert "weather" in {s.name for s in team["ava"]}, "Ava has a handoff tool for it"
+
+
+async def test_the_recogniser_expects_the_new_specialists_name(weather_app: App) -> None:
+    """Every call's recogniser is prompted with the room's names (voice/vocabulary.py), read
+    from the roster when the call starts: the new specialist's name is among them."""
+    from voice.engines.whisper import WhisperSTTService
+
+    stt = weather_app.services.voice.engines.stt()
+    assert isinstance(stt, WhisperSTTService)
+    team = stt.prompt.split(".")[0]
+    assert team == "Ava, Zee, Yori, Rafal and Weather"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.engines.whisper import FULL_WINDOW_S, SHORT_WINDOW_MIN_S, _window_s, _without_repeats
+from voice.engines.whisper import FULL_WINDOW_S, SHORT_WINDOW_MIN_S, _window_s, _without_loops, _without_repeats
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,17 @@ def test_a_sentence_repeated_whole_or_cut_short_is_kept_once(heard: str, meant: 
 )
 def test_different_sentences_are_all_kept(said: str) -> None:
     assert _without_repeats(said) == said
+
+
+@pytest.mark.parametrize(
+    ("heard", "meant"),
+    [
+        ("Ava, Zee, Zee, Zee, Zee, Zee, Zee,", "Ava, Zee"),  # the prompt's names looping
+        ("no no no", "no"),
+        ("no, no", "no, no"),  # twice is a person
+        ("turn on the bedroom light", "turn on the bedroom light"),
+        ("", ""),
+    ],
+)
+def test_one_word_looping_is_kept_once(heard: str, meant: str) -> None:
+    assert _without_loops(heard) == meant

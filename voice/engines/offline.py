@@ -1,9 +1,11 @@
 """The offline speech engines, chosen and wired in one place for the composition root.
 
-Recognition: Whisper tiny.en for English-speaking people, the multilingual Whisper base
-forced to Indonesian for Indonesian-speaking ones (the person's language decides, per
-call). Speech: the neural voice (hibari-tts, English; Indonesian sentences go to
-espeak-ng's Indonesian voice) or, by setting, espeak-ng for everything.
+Recognition: Whisper tiny.en for English-speaking people, prompted with the room's names
+(`voice.vocabulary`), the multilingual Whisper base forced to Indonesian for
+Indonesian-speaking ones (the person's language decides, per call; not prompted: an
+English list was never measured on Indonesian speech). Speech: the neural voice
+(hibari-tts, English; Indonesian sentences go to espeak-ng's Indonesian voice) or, by
+setting, espeak-ng for everything.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def offline_engines(
     """The offline engines and a line describing them for the startup log."""
     from voice.engines.espeak import EspeakTTSService
     from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir, set_workers
+    from voice.vocabulary import room_prompt
 
     if models_dir is not None:
         set_models_dir(models_dir)
@@ -71,8 +74,12 @@ def offline_engines(
         threading.Thread(target=preload_whisper, args=(BASE_ID,), name="whisper-base-load", daemon=True).start()
         return WhisperSTTService(recogniser=BASE_ID)
 
+    def hear_english() -> WhisperSTTService:
+        # The room as it is when the call starts: a specialist installed since is named too.
+        return WhisperSTTService(prompt=room_prompt())
+
     engines = Engines(
-        stt=WhisperSTTService,
+        stt=hear_english,
         tts=speak,
         stt_by_language={"id": hear_indonesian},
         tts_by_language={"id": speak_indonesian},

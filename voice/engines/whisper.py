@@ -34,6 +34,10 @@ its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures th
 with or without a faint fill of the empty upper band, and the multilingual base all misheard
 more words than the full window, so it stays.
 
+A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
+which Whisper reads as the text said just before each utterance, on both paths; with it,
+the names are heard as written (BENCHMARKS.md, "Heard well over a phone line").
+
 Speculation: the VAD only reports the end of speech after `stop_secs` of quiet, and the
 turn then waits for Whisper. `speech_paused` (the VAD calls it the moment the person
 falls quiet) starts transcribing what was said so far at once; `speech_resumed` (they
@@ -175,20 +179,27 @@ def _samples(pcm: bytes) -> np.ndarray:
     return np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float32) / 32768.0
 
 
-def transcribe_pcm16(pcm: bytes, recogniser: Recogniser = TINY_EN, *, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
-    """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread."""
+def transcribe_pcm16(
+    pcm: bytes, recogniser: Recogniser = TINY_EN, *, min_window_s: int = SHORT_WINDOW_MIN_S, prompt: str = ""
+) -> str:
+    """Blocking: PCM16 mono at 16 kHz to text ("" for silence). Run in a thread.
+
+    `prompt`: words the recogniser should expect (`voice.vocabulary`), given to Whisper as
+    the text said before this utterance."""
     samples = _samples(pcm)
     seconds = len(samples) / WHISPER_RATE
     if seconds + 1 > FULL_WINDOW_S:
-        return transcribe_full_window(pcm, recogniser)
-    return _transcribe_short(samples, recogniser, min_window_s)
+        return transcribe_full_window(pcm, recogniser, prompt=prompt)
+    return _transcribe_short(samples, recogniser, min_window_s, prompt)
 
 
 def _window_s(seconds: float, min_window_s: int = SHORT_WINDOW_MIN_S) -> int:
     return min(FULL_WINDOW_S, max(min_window_s, math.ceil(seconds) + 1))
 
 
-def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S) -> str:
+def _transcribe_short(
+    samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S, prompt_text: str = ""
+) -> str:
     """One utterance through a window just longer than itself (greedy, no timestamps)."""
     import ctranslate2
 
@@ -197,7 +208,7 @@ def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s:
     padded = np.pad(samples, (0, window * WHISPER_RATE - len(samples)))
     features = model.feature_extractor(padded, padding=0)[:, : window * FEATURE_FRAMES_PER_S]
     tokenizer = _tokenizer(model, recogniser.language)
-    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    prompt = [*_previous_text(tokenizer, prompt_text), *tokenizer.sot_sequence, tokenizer.no_timestamps]
     result = model.model.generate(
         ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
         [prompt],
@@ -214,10 +225,20 @@ def _transcribe_short(samples: np.ndarray, recogniser: Recogniser, min_window_s:
     silent = result.no_speech_prob > NO_SPEECH_PROB_MAX and avg_logprob < LOG_PROB_SILENCE_MAX
     if silent or result.no_speech_prob > NO_SPEECH_PROB_CERTAIN:
         return ""
-    return _without_repeats(tokenizer.decode(tokens).strip())
+    return _without_repeats(_without_loops(tokenizer.decode(tokens).strip()))
 
 
 _tokenizers: dict[tuple[int, str], Tokenizer] = {}
+# At most this many tokens of vocabulary go before an utterance (Whisper's own limit for the
+# previous text is half its 448-token context; a short list costs the decoder less).
+PROMPT_TOKENS_MAX = 96
+
+
+def _previous_text(tokenizer: Tokenizer, text: str) -> list[int]:
+    """Whisper's "text said before" block (`<|startofprev|>` and the words), or nothing."""
+    if not text.strip():
+        return []
+    return [tokenizer.sot_prev, *tokenizer.encode(" " + text.strip())[-PROMPT_TOKENS_MAX:]]
 
 
 def _tokenizer(model: WhisperModel, language: str) -> Tokenizer:
@@ -249,31 +270,61 @@ def _without_repeats(text: str) -> str:
     return text
 
 
+LOOP_MIN = 3  # one word this many times in a row is Whisper looping, not a person
+
+
+def _without_loops(text: str) -> str:
+    """One word written over and over kept once: with the room's names in the prompt, a
+    clip Whisper could not make out came back as "Ava, Zee, Zee, Zee, Zee" (the prompt's
+    names looping). People repeat a word twice ("no, no"); `LOOP_MIN` times is a loop."""
+    tokens = text.split()
+    kept: list[str] = []
+    start = 0
+    while start < len(tokens):
+        end = start + 1
+        while end < len(tokens) and _word(tokens[end]) and _word(tokens[end]) == _word(tokens[start]):
+            end += 1
+        kept += tokens[start : start + 1] if end - start >= LOOP_MIN else tokens[start:end]
+        start = end
+    if len(kept) == len(tokens):
+        return text
+    return " ".join(kept).rstrip(",;:")
+
+
 def _word(token: str) -> str:
     return "".join(c for c in token.lower() if c.isalnum() or c == "'")
 
 
-def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN) -> str:
+def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prompt: str = "") -> str:
     """Blocking: faster-whisper's own path, every clip padded to the 30 s window.
 
     Long utterances take it (it splits them); the voice benchmark times it as the baseline
     recogniser the short window is measured against."""
     samples = _samples(pcm)
+    # The decoder's cap as on the short window, per 30 s window: a loop ends there instead of
+    # at 224 tokens, each of faster-whisper's retries at a higher temperature included.
+    window_s = min(FULL_WINDOW_S, len(samples) / WHISPER_RATE)
     segments, _ = whisper_model(recogniser.model).transcribe(
         samples,
+        max_new_tokens=TOKENS_MIN + math.ceil(TOKENS_PER_S * window_s),
         language=recogniser.language,
         beam_size=1,  # greedy: a short command gains nothing from a wider beam, and waits less
         condition_on_previous_text=False,
         without_timestamps=True,
         vad_filter=False,  # the pipeline's VAD already cut the utterance
+        initial_prompt=prompt.strip() or None,
     )
     # `segments` is lazy: decoding happens while it is consumed, here in the caller's thread.
+    # With a prompt, silence decodes as the prompt's names at a probable score ("Yori, Zee,
+    # Zee."), which Whisper's rule keeps; the short window's "this sure, it is silence" applies.
     words = [
         s.text.strip()
         for s in segments
         if not (s.no_speech_prob > NO_SPEECH_PROB_MAX and s.avg_logprob < LOG_PROB_SILENCE_MAX)
+        and s.no_speech_prob <= NO_SPEECH_PROB_CERTAIN
     ]
-    return " ".join(w for w in words if w)
+    # Whole-phrase repeats stay (a long utterance split in windows may repeat itself for real).
+    return _without_loops(" ".join(w for w in words if w))
 
 
 def _rms(pcm: bytes) -> float:
@@ -292,9 +343,10 @@ class _Speculation:
 class WhisperSTTService(SegmentedSTTService):
     """Pipecat STT: one finalized transcript per VAD-delimited utterance, offline."""
 
-    def __init__(self, *, recogniser: Recogniser = TINY_EN, **kwargs: Any) -> None:
+    def __init__(self, *, recogniser: Recogniser = TINY_EN, prompt: str = "", **kwargs: Any) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
         self.recogniser = recogniser  # before the base asks for the service language
+        self.prompt = prompt  # words to expect (voice/vocabulary.py), before every utterance
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
         self._narrowband = False
@@ -335,7 +387,7 @@ class WhisperSTTService(SegmentedSTTService):
         try:
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
                 transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
-                return await asyncio.to_thread(transcribe, audio, self.recogniser)
+                return await asyncio.to_thread(transcribe, audio, self.recogniser, prompt=self.prompt)
         finally:
             _running -= 1
 
