@@ -120,11 +120,10 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
     assert spoken.text and "#" not in spoken.text and "light" in spoken.text.lower()
 
 
-async def test_a_phone_call_is_told_the_rooms_names(app: App, base_url: str) -> None:
-    """The team's names go to the recogniser with every call (voice/vocabulary.py), the
-    phone's included, read from the roster as the call starts. (Whether a caller's "Zee,
-    turn on the bedroom light" is then heard whole is measured, not asserted: espeak-ng's
-    "bedroom" over the line is too often "man room" for tiny.en, BENCHMARKS.md.)"""
+async def test_a_phone_call_is_heard_without_the_rooms_names(app: App, base_url: str) -> None:
+    """A speaker's recogniser is told the team's names (voice/vocabulary.py); a phone
+    call's is not: on 8 kHz speech the prompt dropped "on" from "turn on the bedroom light"
+    (docs/sockets.md#voice-pipeline), which the test above would catch."""
     engines, made = app.services.voice.engines, []
 
     def recording_stt() -> Any:
@@ -133,14 +132,15 @@ async def test_a_phone_call_is_told_the_rooms_names(app: App, base_url: str) -> 
 
     app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
     try:
-        async with phone_call(f"{base_url}/v1/voice/phone", {"token": await token_for(app)}):
+        async with phone_call(f"{base_url}/v1/voice/phone", (await dialled(app)).parameters):
             async with asyncio.timeout(20):  # the call's pipeline is built once the stream starts
-                while not made:
+                while not made or not made[0].narrowband:
                     await asyncio.sleep(0.05)
     finally:
         app.services.voice.engines = engines
     assert len(made) == 1 and isinstance(made[0], WhisperSTTService) and made[0].narrowband
-    assert made[0].prompt.startswith(", ".join(team_names()[:-1]) + " and " + team_names()[-1])
+    assert made[0].prompt == ""
+    assert engines.stt().prompt.startswith(", ".join(team_names()[:-1]) + " and " + team_names()[-1])
 
 
 async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:
