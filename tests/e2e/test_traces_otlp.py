@@ -177,7 +177,9 @@ async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
                     with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                         await listener
                 reminders = (await client.get(f"{base_url}/v1/reminders", headers=headers)).json()
-            spans = await _received(receiver, lambda received: bool(_wake_trace(received)))
+                spans = await _received(receiver, lambda received: bool(_wake_trace(received)))
+                # The charge's span has ended: what it billed is on /metrics, by channel.
+                scraped = (await client.get(f"{base_url}/metrics")).text
 
     (note,) = reminders["past"]
     in_trace = _wake_trace(spans)
@@ -226,5 +228,13 @@ async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
         isinstance(first.attributes["avagenc.tts_characters"], int) and first.attributes["avagenc.tts_characters"] > 0
     )
     assert not any(s.failed for s in in_trace)
+    billed = {
+        name: float(line.split()[-1])
+        for line in scraped.splitlines()
+        for name in ("avagenc_voice_characters_billed_total", "avagenc_voice_cost_micros_total")
+        if line.startswith(f'{name}{{channel="voice"}} ')
+    }
+    assert billed["avagenc_voice_characters_billed_total"] >= first.attributes["avagenc.tts_characters"]
+    assert billed["avagenc_voice_cost_micros_total"] > 0
     # Ids and names only: neither the note's words nor Ava's are an attribute.
     assert not any("stretch" in str(v).lower() for s in in_trace for v in s.attributes.values())
