@@ -169,8 +169,11 @@ async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
                         headers=headers,
                     )
                     assert asked.status_code == 200, asked.text
+                    # Generous: the note waits 2 s, then the process's first sentence loads the voice.
                     await wait_for(
-                        heard, lambda h: any("stretch" in c["text"].lower() for c in h.of("transcript", "assistant"))
+                        heard,
+                        lambda h: any("stretch" in c["text"].lower() for c in h.of("transcript", "assistant")),
+                        timeout_s=90,
                     )
                     await wait_quiet(heard)
                     listener.cancel()
