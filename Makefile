@@ -35,6 +35,8 @@ bench: install
 	# Scale (issue 24) at short settings: a small year of data, and two cold starts each way.
 	.venv/bin/python -m bench.year_of_data --quick
 	.venv/bin/python -m bench.cold_start --runs 2
+	# What tracing costs the voice pipeline's taps, per frame and per live call (issue 23).
+	.venv/bin/python -m bench.trace_cost
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

@@ -23,6 +23,7 @@ from agents import Segment, SpokenReply
 from chat import CallElsewhere, LiveCall, People, Tickets, TokenVerifier, Turns, Wallet
 from database import Listener
 from settings import Settings
+from telemetry import span
 
 if TYPE_CHECKING:
     from voice import Engines, VoiceDoors
@@ -181,7 +182,9 @@ def call_elsewhere_on(doors: Callable[[], VoiceDoors | None], pool: asyncpg.Pool
             return None
 
         async def say(reply: SpokenReply) -> None:
-            await pool.execute("SELECT pg_notify($1, $2)", SAY_CHANNEL, _say_payload(person_id, reply))
+            # The holding process says it (its own `say` root there): here, the asking.
+            with span("say elsewhere", person=person_id):
+                await pool.execute("SELECT pg_notify($1, $2)", SAY_CHANNEL, _say_payload(person_id, reply))
 
         return say
 

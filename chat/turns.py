@@ -521,7 +521,8 @@ class Turns:
         theirs may not contain "/"), and a run already started on that message is never
         started again. On an empty wallet the note is still written, and no run starts."""
         client_id = f"wake/{note_id}"
-        with span("wake", person=person.id, note=note_id):
+        # The turn of a wake note: under its `wake` root when delivered (chat.wakes).
+        with span("turn", person=person.id, channel=channel, note=note_id):
             return await self._wake(person, client_id=client_id, text=text, zone=zone, channel=channel)
 
     async def _wake(self, person: Person, *, client_id: str, text: str, zone: ZoneInfo, channel: Channel) -> Woken:

@@ -26,6 +26,7 @@ from chat.events import publish_reminder_delivered
 from chat.ports import PeopleStore
 from chat.turns import Turns
 from reminders import Note, Notes, Notification, Push, Woken, first_line
+from telemetry import span
 
 log = logging.getLogger("avagenc")
 
@@ -66,7 +67,17 @@ class WakeRunner:
     async def wake(self, *, note: Note) -> Woken:
         """A turn of Ava's own in the person's thread. If the person is on a call in this
         process, she runs on the call's channel (voice layer) and says it there at once;
-        otherwise it is a text turn, announced and pushed by `tell`."""
+        otherwise it is a text turn, announced and pushed by `tell`.
+
+        Each delivery is a trace of its own: a `wake` root (the note's and the person's ids,
+        never its text) with the turn, Ava's run and, on a call, the speaking under it
+        (docs/operations.md#traces)."""
+        with span("wake", root=True, note=note.id, person=note.person_id) as traced:
+            woken = await self._wake(note, traced.set_attribute)
+            traced.set_attribute("avagenc.outcome", woken.outcome)
+            return woken
+
+    async def _wake(self, note: Note, mark: Callable[[str, str], None]) -> Woken:
         person = await self._people.get(note.person_id)
         if person is None:
             return Woken(run_id=None, reply="", outcome="silent")  # the person is gone
@@ -89,6 +100,7 @@ class WakeRunner:
                 log.warning("could not look for a call of %s elsewhere", person.id)
             if speak is not None:
                 channel = "voice"
+        mark("avagenc.channel", channel)
         # Detached: shutdown waits for a wake in progress instead of cutting its run short.
         woken = await run_detached(
             self._turns.wake(person, note_id=note.id, text=note.text, zone=zone, channel=channel)

@@ -37,6 +37,7 @@ from ledger import (
     top_up,
     user_account,
 )
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,10 @@ class Wallet:
             )
         )
         if transaction is not None and not transaction.replayed:
+            # Counted once per slice: a replayed slice was counted when it was first charged.
+            metrics.voice_seconds_billed.inc(usage.stt_ms / 1000, channel=channel)
+            metrics.voice_characters_billed.inc(usage.tts_characters, channel=channel)
+            metrics.voice_cost.inc(_debited(transaction), channel=channel)
             await self.announce(person_id)
         return _debited(transaction)
 

@@ -280,6 +280,27 @@ class Metrics:
                 buckets=_LATENCY_BUCKETS_S,
             )
         )
+        self.voice_seconds_billed = registry.add(
+            Counter(
+                "avagenc_voice_seconds_billed_total",
+                "Seconds of a call's speech heard (speech-to-text) and charged to wallets, by channel",
+                ("channel",),
+            )
+        )
+        self.voice_characters_billed = registry.add(
+            Counter(
+                "avagenc_voice_characters_billed_total",
+                "Characters Ava said on calls (text-to-speech) and charged to wallets, by channel",
+                ("channel",),
+            )
+        )
+        self.voice_cost = registry.add(
+            Counter(
+                "avagenc_voice_cost_micros_total",
+                "What calls' speech cost, in micro-rupiah, by channel",
+                ("channel",),
+            )
+        )
         self.calls_active = registry.add(Gauge("avagenc_calls_active", "Live calls in this process"))
         self.wake_lateness_seconds = registry.add(
             Histogram(

@@ -36,12 +36,14 @@ def here() -> Context:
 
 
 @contextlib.contextmanager
-def span(name: str, *, within: Context | None = None, **attributes: Attribute) -> Iterator[Span]:
+def span(name: str, *, within: Context | None = None, root: bool = False, **attributes: Attribute) -> Iterator[Span]:
     """A child of the current span, or of `within` (a turn's charges are written by another
-    task, after the run that made them), or a new trace's root, for the block; an exception
-    escaping it marks the span as failed, with the exception's type only."""
+    task, after the run that made them), or a new trace's root (when nothing is current, or
+    `root`), for the block; an exception escaping it marks the span as failed, with the
+    exception's type only."""
     given = _attributes(attributes)
-    with _tracer.start_as_current_span(name, context=within, attributes=given, record_exception=False) as current:
+    parent = Context() if root else within
+    with _tracer.start_as_current_span(name, context=parent, attributes=given, record_exception=False) as current:
         try:
             yield current
         except BaseException as exc:
@@ -96,11 +98,14 @@ class OpenSpan:
             context.detach(token)
 
 
-def begin(name: str, *, start_ns: int | None = None, **attributes: Attribute) -> OpenSpan:
-    """A new trace's root, open until its `end()`; it started at `start_ns` when given."""
-    root = Context()  # a root whatever is current where it is opened
-    opened = _tracer.start_span(name, context=root, start_time=start_ns, attributes=_attributes(attributes))
-    return OpenSpan(opened, set_span_in_context(opened, root))
+def begin(
+    name: str, *, start_ns: int | None = None, within: Context | None = None, **attributes: Attribute
+) -> OpenSpan:
+    """A new trace's root (or a child of `within`), open until its `end()`; it started at
+    `start_ns` when given."""
+    parent = within if within is not None else Context()  # a root whatever is current where it is opened
+    opened = _tracer.start_span(name, context=parent, start_time=start_ns, attributes=_attributes(attributes))
+    return OpenSpan(opened, set_span_in_context(opened, parent))
 
 
 def export_traces(*, endpoint: str, service: str = "avagenc") -> Callable[[], None]:

@@ -39,7 +39,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from agents import Segment, SpokenReply
 from chat import Person, Turns, detach
-from telemetry import metrics
+from telemetry import metrics, span
 from voice.agent import SPEAKING, VoiceTurn
 from voice.edge import DOMAIN_ERRORS, notice_for
 from voice.errors import CallInProgress, CallsBusy
@@ -284,7 +284,9 @@ class CallClock:
                 await self._end("idle", "I'll hang up for now. Call me anytime!")
             elif now - self._last_activity >= self._limits.idle_s / 2 and not self._checked:
                 self._checked = True
-                await self._speak(SpokenReply((Segment("Are you still there?", "thinking"),), end_call=False))
+                # Its own small trace: the `say` span with the sentence's tts comes under it.
+                with span("idle prompt", root=True, call=self._call.id, channel=self._call.channel):
+                    await self._speak(SpokenReply((Segment("Are you still there?", "thinking"),), end_call=False))
 
     async def _end(self, reason: str, goodbye: str) -> None:
         self._call.end_reason = reason

@@ -36,13 +36,18 @@ class CallSession:
         self.doors = doors
         self.call = call
         self.agent = AvaVoiceAgent(voice_turn(doors.turns, call, zone=zone), on_end_call=self._agent_ended)
-        self.clock = CallClock(call, doors.limits, speak=self.agent.speak, clock=doors.clock)
+        self.clock = CallClock(call, doors.limits, speak=self.say, clock=doors.clock)
         # Each of the call's turns is one trace, from the person's speech to Ava's last audio.
         self.trace = CallTrace(call_id=call.id, channel=call.channel, person_id=call.person.id)
-        call.speak = self.agent.speak
+        call.speak = self.say
         self._worker: PipelineWorker | None = None
         call.ender = self.end_with_goodbye
         call.cutter = call.cutter or self._cut  # a door may know a better way to cut
+
+    async def say(self, reply: SpokenReply) -> None:
+        """Say `reply` on the call unprompted (a wake note's, the clock's), as a `say` span
+        under the trace current here, its sentences' tts under it (voice.tracing)."""
+        await self.agent.speak(reply, traced=self.trace.unprompted())
 
     def _agent_ended(self) -> None:
         if self.call.end_reason is None:
@@ -69,7 +74,7 @@ class CallSession:
             before_output=[
                 ActivityTap(self.clock),
                 ResponseTimer(self.call.channel),
-                *self.doors.meters(self.call),
+                *self.doors.meters(self.call, self.trace),
                 *extra,
             ],
             language=self.call.person.language,  # the recogniser and voice of the person's language
@@ -97,7 +102,7 @@ class CallSession:
         if self.call.end_reason is None:
             self.call.end_reason = reason
         goodbye = _GOODBYES.get(reason, _GOODBYE_OTHERWISE)
-        await self.agent.speak(SpokenReply((Segment(goodbye, "affectionate"),), end_call=True))
+        await self.say(SpokenReply((Segment(goodbye, "affectionate"),), end_call=True))
 
     async def _cut(self) -> None:
         await self.end_now(self.call.end_reason or "shutdown")

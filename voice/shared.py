@@ -18,9 +18,11 @@ from pipecat.processors.frame_processor import FrameProcessor
 
 from chat import ChatError, Devices, People, Person, Tickets, TokenVerifier, Turns, is_device_token
 from ledger import VoiceUsage
+from telemetry import span
 from voice.calls import Call, CallLimits, CallRegistry, Clock, MonotonicClock
 from voice.phone_webhook import PhoneWebhook
 from voice.pipeline import Engines, TurnTiming
+from voice.tracing import CallTrace
 from voice.usage import UsageMeter
 
 log = logging.getLogger(__name__)
@@ -54,14 +56,26 @@ class VoiceDoors:
     def __post_init__(self) -> None:
         self.registry = CallRegistry(self.limits)
 
-    def meters(self, call: Call) -> list[FrameProcessor]:
-        """The processors that bill a call's speech (none when billing is off)."""
+    def meters(self, call: Call, trace: CallTrace | None = None) -> list[FrameProcessor]:
+        """The processors that bill a call's speech (none when billing is off); each slice
+        is a `voice charge` span under the exchange it bills (`trace`'s latest, else a root)."""
         if self.bill is None:
             return []
         bill = self.bill
 
         async def charge(slice_index: int, usage: VoiceUsage) -> None:
-            await bill(call, slice_index, usage)
+            latest = trace.latest() if trace is not None else None
+            with span(
+                "voice charge",
+                within=latest.context if latest is not None else None,
+                root=latest is None,
+                call=call.id,
+                channel=call.channel,
+                slice=slice_index,
+                stt_ms=usage.stt_ms,
+                tts_characters=usage.tts_characters,
+            ):
+                await bill(call, slice_index, usage)
 
         return [UsageMeter(charge)]
 

@@ -19,6 +19,13 @@ the TTS) records each sentence's first audio and ends the turn with its reply, o
 barge-in, or with the call. `HearingTap` (after the STT) notes when the final transcript
 came.
 
+What Ava says on the call unprompted (a wake note's reply, "are you still there?", a
+goodbye) is not a voice turn: the call's `say` (voice.session) opens a `say` span under
+whatever trace is current where it is asked (a wake note's `wake` root, chat/wakes.py; the
+call clock's `idle prompt`), or a root of its own, and its sentences' `tts` spans come the
+same way. Each slice of the call's speech billed (voice.shared) is a `voice charge` span
+under the latest of these, the exchange it bills.
+
 The taps run in direct mode: no queue or task of their own, one function call per frame
 and no span per audio frame. With no exporter every span is a non-recording one.
 """
@@ -46,7 +53,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from telemetry import OpenSpan, begin
+from telemetry import OpenSpan, begin, here
 
 # Where a frame carries the voice turn it belongs to (Pipecat's per-frame metadata).
 TURN_KEY = "avagenc.voice_turn"
@@ -61,7 +68,7 @@ def _ns(seconds: float) -> int:
 class VoiceTurnTrace:
     """One voice turn's span, carried by its frames from Ava to the output."""
 
-    def __init__(self, span: OpenSpan, *, speech_end_ns: int, on_end: CallTrace) -> None:
+    def __init__(self, span: OpenSpan, *, speech_end_ns: int | None, on_end: CallTrace) -> None:
         self.span = span
         self._speech_end_ns = speech_end_ns
         self._call = on_end
@@ -81,7 +88,7 @@ class VoiceTurnTrace:
         """A sentence's first audio frame went out (and, the first time, the reply's)."""
         index, handed_ns = sentence
         self.span.record("tts", start_ns=handed_ns, end_ns=at_ns, index=index)
-        if not self._first_audio:
+        if not self._first_audio and self._speech_end_ns is not None:  # said unprompted: no speech before it
             self._first_audio = True
             self.span.record("first audio", start_ns=self._speech_end_ns, end_ns=at_ns)
 
@@ -97,8 +104,9 @@ class CallTrace:
     """A call's voice turns: what the taps heard since the last turn, and the turns still open."""
 
     def __init__(self, *, call_id: str, channel: str, person_id: str) -> None:
-        self._attributes: dict[str, str] = {"call": call_id, "channel": channel, "person": person_id}
+        self._call_id, self._channel, self._person_id = call_id, channel, person_id
         self._open: list[VoiceTurnTrace] = []
+        self._latest: OpenSpan | None = None
         self._speech_start_ns: int | None = None
         self._speech_end_ns: int | None = None
         self._transcript_ns: int | None = None
@@ -129,7 +137,9 @@ class CallTrace:
         now = time.time_ns()
         start = self._speech_start_ns if self._speech_start_ns is not None else now
         end = max(self._speech_end_ns, start) if self._speech_end_ns is not None else now
-        span = begin("voice turn", start_ns=min(start, now), **self._attributes)
+        span = begin(
+            "voice turn", start_ns=min(start, now), call=self._call_id, channel=self._channel, person=self._person_id
+        )
         if self._speech_start_ns is not None and self._speech_end_ns is not None:
             span.record("speech", start_ns=start, end_ns=end)
         if self._transcript_ns is not None:
@@ -137,9 +147,23 @@ class CallTrace:
         span.record("turn end", start_ns=min(end, now), end_ns=now)
         self._speech_start_ns = self._speech_end_ns = self._transcript_ns = None
         self._in_user_turn = False
-        turn = VoiceTurnTrace(span, speech_end_ns=min(end, now), on_end=self)
+        return self._opened(VoiceTurnTrace(span, speech_end_ns=min(end, now), on_end=self))
+
+    def unprompted(self) -> VoiceTurnTrace:
+        """Ava says something nobody asked for just now: a `say` span under the trace
+        current here (a wake note's), or a root, ended with its reply like a voice turn."""
+        span = begin("say", within=here(), call=self._call_id, channel=self._channel, person=self._person_id)
+        return self._opened(VoiceTurnTrace(span, speech_end_ns=None, on_end=self))
+
+    def _opened(self, turn: VoiceTurnTrace) -> VoiceTurnTrace:
         self._open.append(turn)
+        self._latest = turn.span
         return turn
+
+    def latest(self) -> OpenSpan | None:
+        """The last voice turn or unprompted speech opened: the exchange a billed slice of
+        the call's speech belongs to (None before anything was said)."""
+        return self._latest
 
     def forget(self, turn: VoiceTurnTrace) -> None:
         if turn in self._open:

@@ -7,12 +7,15 @@ collector, is tests/e2e/test_traces_otlp.py.)"""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import get_current_span
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    DataFrame,
     Frame,
     InterruptionFrame,
     LLMContextFrame,
@@ -124,3 +127,56 @@ async def test_a_barge_in_ends_the_voice_turn_and_the_chat_turn_still_finishes(s
     (chat,) = by_name["turn"]
     assert chat.parent is not None and parents[chat.parent.span_id] == "voice turn"
     assert root.end_time is not None and chat.end_time is not None and root.end_time < chat.end_time
+
+
+@dataclass
+class NoteFired(DataFrame):
+    """Stands for a wake note firing mid-call: the test's cue to say its reply unprompted."""
+
+
+class Waker(FrameProcessor):
+    """Says a wake note's reply on the call, as `CallSession.say` does, inside a `wake` root."""
+
+    def __init__(self, trace: CallTrace, agent: AvaVoiceAgent) -> None:
+        super().__init__()
+        self._trace, self._agent = trace, agent
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, NoteFired):
+            with span("wake", root=True, note="note_1"):
+                reply = parse_spoken("Time to stretch, Budi! #affectionate# Your legs will thank you. #neutral#")
+                await self._agent.speak(reply, traced=self._trace.unprompted())
+            return
+        await self.push_frame(frame, direction)
+
+
+async def test_what_ava_says_unprompted_is_a_say_span_under_the_wake(spans: InMemorySpanExporter) -> None:
+    async def no_turn(text: str) -> SpokenReply:
+        raise AssertionError("nobody spoke")
+
+    trace = CallTrace(call_id="call_1", channel="voice", person_id="usr_1")
+    agent = AvaVoiceAgent(no_turn)
+    heard, turns, spoken = trace.taps()
+    pipeline = Pipeline([Waker(trace, agent), heard, turns, agent, OneFrameTTS(), spoken])
+    await run_test(pipeline, frames_to_send=[NoteFired(), SleepFrame(0.3)])
+
+    finished = spans.get_finished_spans()
+    wake = next(s for s in finished if s.name == "wake")
+    in_trace = {s.context.span_id: s for s in finished if s.context.trace_id == wake.context.trace_id}
+    (say,) = [s for s in in_trace.values() if s.name == "say"]
+    assert say.parent is not None and in_trace[say.parent.span_id] is wake
+    assert _attributes(say) == {
+        "avagenc.call": "call_1",
+        "avagenc.channel": "voice",
+        "avagenc.person": "usr_1",
+        "avagenc.sentences": 2,
+    }
+    sentences = [s for s in in_trace.values() if s.name == "tts"]
+    assert [_attributes(s)["avagenc.index"] for s in sentences] == [1, 2]
+    assert all(s.parent is not None and in_trace[s.parent.span_id] is say for s in sentences)
+    assert "first audio" not in {s.name for s in in_trace.values()}, "nobody spoke before it"
+    # The exchange a billed slice of the call's speech would hang under.
+    latest = trace.latest()
+    assert latest is not None and not latest.recording, "ended with its reply"
+    assert get_current_span(latest.context).get_span_context().span_id == say.context.span_id
