@@ -29,7 +29,9 @@ async def _token(base_url: str, name: str) -> str:
 @contextlib.asynccontextmanager
 async def _call(base_url: str, token: str) -> AsyncIterator[tuple[ClientConnection, dict[str, object]]]:
     url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
-    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
+    # `avagenc serve` builds the call doors after /readyz; the handshake waits for them
+    # (web/doors.py), longer than websockets' 10 s on a busy machine.
+    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=60) as ws:
         await ws.send(json.dumps(START))
         yield ws, json.loads(await ws.recv())
 

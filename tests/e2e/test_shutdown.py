@@ -151,7 +151,9 @@ async def test_sigterm_finishes_the_turn_in_flight_hangs_up_the_call_and_stops_p
             token = (await client.post("/v1/auth/local", json={"name": "Budi"})).json()["token"]
             headers = {"Authorization": f"Bearer {token}", "time-zone": "Asia/Jakarta"}
             ws_url = url.replace("http://", "ws://") + "/v1/voice/speaker"
-            async with connect(ws_url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
+            # `avagenc serve` builds the call doors after /readyz; the handshake waits for them
+            # (web/doors.py), longer than websockets' 10 s on a busy machine.
+            async with connect(ws_url, additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=60) as ws:
                 await ws.send(json.dumps(START))
                 assert json.loads(await ws.recv())["type"] == "ready"
                 heard = Heard()

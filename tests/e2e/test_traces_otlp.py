@@ -63,7 +63,9 @@ async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Setti
                 signed_in = await client.post(f"{base_url}/v1/auth/local", json={"name": "Budi"})
                 token = signed_in.json()["token"]
             url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
-            async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=2**20) as ws:
+            # The call doors are built after /readyz and the handshake waits for them (web/doors.py).
+            headers = {"Authorization": f"Bearer {token}"}
+            async with connect(url, additional_headers=headers, max_size=2**20, open_timeout=60) as ws:
                 await ws.send(json.dumps(START))
                 ready = json.loads(await ws.recv())
                 assert ready["type"] == "ready", ready
@@ -156,7 +158,7 @@ async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
                 token = signed_in.json()["token"]
                 headers = {"Authorization": f"Bearer {token}"}
                 url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
-                async with connect(url, additional_headers=headers, max_size=2**20) as ws:
+                async with connect(url, additional_headers=headers, max_size=2**20, open_timeout=60) as ws:
                     await ws.send(json.dumps(START))
                     ready = json.loads(await ws.recv())
                     assert ready["type"] == "ready", ready
