@@ -35,6 +35,8 @@ bench: install
 	# Scale (issue 24) at short settings: a small year of data, and two cold starts each way.
 	.venv/bin/python -m bench.year_of_data --quick
 	.venv/bin/python -m bench.cold_start --runs 2
+	# A call's memory, calls in sequence for a leak, rows per spoken turn (the full run: no --quick).
+	.venv/bin/python -m bench.call_memory --quick
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install

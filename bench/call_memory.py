@@ -351,6 +351,7 @@ def report(
     lines.append(
         f"  RSS before {rss[0]:.1f} MB, after call {warm_up} {rss[warm_up]:.1f} MB, at the end {rss[-1]:.1f} MB"
     )
+    lines.append("  RSS after each call, MB: " + " ".join(f"{v:.0f}" for v in rss[1:]))
     lines.append(
         f"  slope after the first {warm_up} calls: RSS {slope_per_100(after_warm):+.2f} MB per 100 calls,"
         f" anon {slope_per_100(anon[warm_up:]):+.2f} MB per 100 calls;"
@@ -425,14 +426,14 @@ def main() -> None:
     parser.add_argument("--sequence", type=int, default=40, help="calls one after another (the leak check)")
     parser.add_argument("--warm-up", type=int, default=5, help="calls in sequence left out of the slope")
     parser.add_argument("--turns", type=int, default=3, help="spoken turns in the thread-growth call (>= 2)")
-    parser.add_argument("--quick", action="store_true", help="2 calls at once, 6 in sequence (~1-2 min)")
+    parser.add_argument("--quick", action="store_true", help="2 calls at once, 4 in sequence (~2 min)")
     parser.add_argument("--serve-with-probe", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_with_probe is not None:
         _serve_with_probe(args.serve_with_probe)
         return
     if args.quick:
-        args.calls, args.sequence, args.warm_up, args.turns = 2, 6, 2, 2
+        args.calls, args.sequence, args.warm_up, args.turns = 2, 4, 1, 2
     if args.calls < 1 or args.sequence < 2 or args.turns < 2:
         parser.error("--calls must be at least 1, --sequence and --turns at least 2")
     try:
