@@ -352,6 +352,7 @@ def report(
         f"  RSS before {rss[0]:.1f} MB, after call {warm_up} {rss[warm_up]:.1f} MB, at the end {rss[-1]:.1f} MB"
     )
     lines.append("  RSS after each call, MB: " + " ".join(f"{v:.0f}" for v in rss[1:]))
+    lines.append("  tracked objects after each call: " + " ".join(str(s["objects"]) for s in sequence[1:]))
     lines.append(
         f"  slope after the first {warm_up} calls: RSS {slope_per_100(after_warm):+.2f} MB per 100 calls,"
         f" anon {slope_per_100(anon[warm_up:]):+.2f} MB per 100 calls;"
