@@ -358,6 +358,9 @@ def report(
         f" anon {slope_per_100(anon[warm_up:]):+.2f} MB per 100 calls;"
         f" tracked objects {slope_per_100([float(s['objects']) for s in sequence[warm_up:]]):+.0f} per 100 calls"
     )
+    half = len(rss) // 2
+    late = slope_per_100(rss[half:])
+    lines.append(f"  slope over the last half (calls {half}-{calls}): RSS {late:+.2f} MB per 100 calls")
     for key in ("tasks", "objects", "fds", "Threads"):
         lines.append(f"  {key:8} before {first[key]:>8,.0f}   after warm-up {sequence[warm_up][key]:>8,.0f}"
                      f"   at the end {last[key]:>8,.0f}")  # fmt: skip
