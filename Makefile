@@ -37,6 +37,8 @@ bench: install
 	.venv/bin/python -m bench.cold_start --runs 2
 	# What tracing costs the voice pipeline's taps, per frame and per live call (issue 23).
 	.venv/bin/python -m bench.trace_cost
+	# A call's memory, calls in sequence for a leak, rows per spoken turn (the full run: no --quick).
+	.venv/bin/python -m bench.call_memory --quick
 
 # Conversation scenarios (docs/eval.md) on the configured model: offline, or Gemini with GEMINI_API_KEY.
 eval: install
