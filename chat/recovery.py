@@ -117,16 +117,16 @@ class Sweeper:
         self.interval_s = interval_s
         self._failing = False  # the last pass met an outage: said once, not every pass
 
-    async def settle(self) -> Swept:
+    async def settle(self, *, in_flight_s: float = IN_FLIGHT_S) -> Swept:
         """Fail abandoned runs and charge every call not charged (startup's part: quick,
-        and done before the server serves)."""
+        and done before the server serves), but those recorded within `in_flight_s`."""
         charged = await self._wallet.settle_outbox()
         abandoned = await fail_abandoned_runs(self._threads, self._runs, self._pool)
         # A call recorded a moment ago is most likely being charged by its own turn right
         # now: charging it here too would be harmless (one ref, one charge) but would be
         # reported as a leftover that never was.
-        recent = datetime.now(UTC) - timedelta(seconds=IN_FLIGHT_S)
-        charged += await self._wallet.settle_uncharged(returned_before=recent)
+        recent = datetime.now(UTC) - timedelta(seconds=in_flight_s)
+        charged += await self._wallet.settle_uncharged(returned_before=recent if in_flight_s > 0 else None)
         return Swept(abandoned=abandoned, charged=charged)
 
     async def sweep(self) -> Swept:
@@ -174,5 +174,6 @@ def _report(swept: Swept) -> None:
 
 
 async def settle_crash(sweeper: Sweeper) -> None:
-    """At startup: fail the runs a crash abandoned and charge the model calls it left uncharged."""
-    _report(await sweeper.settle())
+    """At startup: fail the runs a crash abandoned and charge the model calls it left
+    uncharged, however recent (no turn of this process is charging them)."""
+    _report(await sweeper.settle(in_flight_s=0))
