@@ -120,10 +120,12 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
     assert spoken.text and "#" not in spoken.text and "light" in spoken.text.lower()
 
 
-async def test_a_phone_call_is_heard_without_the_rooms_names(app: App, base_url: str) -> None:
-    """A speaker's recogniser is told the team's names (voice/vocabulary.py); a phone
+async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:
+    """8 kHz audio flipped more words through Whisper's short window, so the phone door's
+    recogniser keeps the full one (`hear_narrowband`); the speaker's 16 kHz calls do not.
+    And a speaker's recogniser is told the team's names (voice/vocabulary.py), a phone
     call's is not: on 8 kHz speech the prompt dropped "on" from "turn on the bedroom light"
-    (docs/sockets.md#voice-pipeline), which the test above would catch."""
+    (docs/sockets.md#voice-pipeline), which the light test above would catch."""
     engines, made = app.services.voice.engines, []
 
     def recording_stt() -> Any:
@@ -143,26 +145,6 @@ async def test_a_phone_call_is_heard_without_the_rooms_names(app: App, base_url:
     speaker = engines.stt()  # a speaker's call: the team's names
     assert isinstance(speaker, WhisperSTTService)
     assert speaker.prompt.startswith(", ".join(team_names()[:-1]) + " and " + team_names()[-1])
-
-
-async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:
-    """8 kHz audio flipped more words through Whisper's short window, so the phone door's
-    recogniser keeps the full one (`hear_narrowband`); the speaker's 16 kHz calls do not."""
-    engines, made = app.services.voice.engines, []
-
-    def recording_stt() -> Any:
-        made.append(stt := engines.stt())
-        return stt
-
-    app.services.voice.engines = dataclasses.replace(engines, stt=recording_stt)
-    try:
-        async with phone_call(f"{base_url}/v1/voice/phone", (await dialled(app)).parameters):
-            async with asyncio.timeout(20):  # the call's pipeline is built once the stream starts
-                while not made:
-                    await asyncio.sleep(0.05)
-    finally:
-        app.services.voice.engines = engines
-    assert len(made) == 1 and isinstance(made[0], WhisperSTTService) and made[0].narrowband
 
 
 async def test_goodbye_plays_then_the_socket_closes_1000(app: App, base_url: str) -> None:
