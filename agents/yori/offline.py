@@ -349,6 +349,21 @@ def _report(lang: Lang, kind: Want, value: Any, last: dict[str, Any]) -> str:
     return _pick(lang, f"{en} {words}{where}.", f"{id_} {words}{where}.")
 
 
+def _playing_device(
+    s: Situation, lang: Lang
+) -> tuple[dict[str, Any], dict[str, Any], tuple[str, list[FunctionCall]] | None]:
+    """The device now playing, for a volume change: or, first, the step that finds it out
+    (ask what is playing) or the answer that nothing is."""
+    state = s.last_result("now_playing")
+    if state is None:
+        return {}, {}, ("", [call("now_playing", {})])
+    device = state.get("device") or {}
+    if not device:
+        nothing = _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter.")
+        return state, {}, (nothing, [])
+    return state, device, None
+
+
 def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall]]:
     """Louder or quieter: read the active device's volume, then set it that much further."""
     done = s.last_result("set_volume")
@@ -361,12 +376,9 @@ def _louder(s: Situation, lang: Lang, step: int) -> tuple[str, list[FunctionCall
             f"Turned it {word}: volume is at {percent}%{where}.",
             f"Udah {word}, volume sekarang {percent}%{where}.",
         ), []
-    state = s.last_result("now_playing")
-    if state is None:
-        return "", [call("now_playing", {})]
-    device = state.get("device") or {}
-    if not device:
-        return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
+    _state, device, step_first = _playing_device(s, lang)
+    if step_first is not None:
+        return step_first
     percent = max(0, min(100, int(device.get("volume") or 0) + step))
     return "", [call("set_volume", {"percent": percent})]
 
@@ -381,12 +393,9 @@ def _unmute(s: Situation, lang: Lang) -> tuple[str, list[FunctionCall]]:
             f"The sound is back on: volume is at {percent}%{_where(lang, done)}.",
             f"Suaranya udah nyala lagi, volume sekarang {percent}%{_where(lang, done)}.",
         ), []
-    state = s.last_result("now_playing")
-    if state is None:
-        return "", [call("now_playing", {})]
-    device = state.get("device") or {}
-    if not device:
-        return _pick(lang, "Nothing is playing on any device right now.", "Lagi nggak ada perangkat yang muter."), []
+    state, device, step_first = _playing_device(s, lang)
+    if step_first is not None:
+        return step_first
     volume = int(device.get("volume") or 0)
     if volume > 0:
         return _pick(
