@@ -43,7 +43,7 @@ from chat.recovery import Sweeper, settle_crash
 from chat.routing import mentions, route
 from chat.runs import Run, Runs
 from chat.threads import Message, Threads
-from chat.turns import FactLookup, Turns
+from chat.turns import FactLookup, TurnResult, Turns
 from chat.twilio_sms import TwilioSms
 from chat.wakes import CallElsewhere, LiveCall, WakeRunner
 from chat.wallet import Wallet
@@ -104,6 +104,7 @@ __all__ = [
     "TooManyDevices",
     "TooManyPhones",
     "TooManyStreams",
+    "TurnResult",
     "Turns",
     "TwilioSms",
     "Unauthorized",

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from agents import AGENTS
+from agents import AGENTS, Channel
 from chat import (
     EventHub,
     EventLog,
@@ -39,6 +39,7 @@ from chat import (
     Tickets,
     TokenVerifier,
     TooManyStreams,
+    TurnResult,
     Turns,
     Unauthorized,
     parse_zone,
@@ -118,6 +119,30 @@ class ChatApi:
         """How long a live-event stream's place outlives a process that died holding it;
         an open stream renews it at every keep-alive."""
         return max(3 * self.sse_keepalive_s, 30.0)
+
+    async def limited_turn(
+        self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, client_id: str | None = None
+    ) -> TurnResult:
+        """A person's message through the edge's limits (runs per minute, runs in flight),
+        then the turn, for every door that posts one (the v1 API and the first product's)."""
+        limits = self.edge_limits
+        await self.limits.hit(f"runs:{person.id}", limits.runs_per_person, what="messages")
+        busy = RateLimited(
+            f"At most {limits.runs_in_flight_per_person_max} messages in flight at once.", retry_after_s=5
+        )
+        async with self.limits.lease(
+            f"runs_in_flight:{person.id}",
+            cap=limits.runs_in_flight_per_person_max,
+            ttl_s=limits.run_lease_s,
+            refused=busy,
+        ):
+            # The turn runs as its own task: a client that disconnects does not cancel the
+            # runs halfway, so the thread and the usage records stay whole.
+            result = await run_detached(
+                self.turns.post(person, text=text, channel=channel, zone=zone, client_id=client_id)
+            )
+        await self.people.learn_language(person, text)  # the language their calls are heard in
+        return result
 
 
 def client_address(request: Request) -> str:
@@ -255,23 +280,7 @@ def build_router(api: ChatApi) -> APIRouter:
         zone: Annotated[ZoneInfo, Depends(current_zone)],
     ) -> dict[str, Any]:
         """Write a message to the person's thread, run whoever it is for, return what was written."""
-        limits = api.edge_limits
-        await api.limits.hit(f"runs:{person.id}", limits.runs_per_person, what="messages")
-        busy = RateLimited(
-            f"At most {limits.runs_in_flight_per_person_max} messages in flight at once.", retry_after_s=5
-        )
-        async with api.limits.lease(
-            f"runs_in_flight:{person.id}",
-            cap=limits.runs_in_flight_per_person_max,
-            ttl_s=limits.run_lease_s,
-            refused=busy,
-        ):
-            # The turn runs as its own task: a client that disconnects does not cancel the
-            # runs halfway, so the thread and the usage records stay whole.
-            result = await run_detached(
-                api.turns.post(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
-            )
-        await api.people.learn_language(person, body.text)  # the language their calls are heard in
+        result = await api.limited_turn(person, text=body.text, channel="text", zone=zone, client_id=body.client_id)
         return result.as_json()
 
     @router.get("/messages", response_model=MessagesPage, tags=["thread"], responses=problem_responses(401, 422))

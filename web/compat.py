@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response
 
 from agents import Knowledge, KnowledgeError
-from chat import Forgetting, KnowledgeUnavailable, Person, RateLimited, Wallet, run_detached
+from chat import Forgetting, KnowledgeUnavailable, Person, Wallet
 from reminders import Reminders
 from web.api import ChatApi, current_person_dependency, current_zone_dependency
 from web.edge import problem_responses
@@ -97,20 +97,7 @@ def build_compat_router(
     current_zone = current_zone_dependency(api, current_person)
 
     async def turn(person: Person, zone: ZoneInfo, text: str, channel: Literal["text", "voice"]) -> Any:
-        limits = api.edge_limits
-        await api.limits.hit(f"runs:{person.id}", limits.runs_per_person, what="messages")
-        busy = RateLimited(
-            f"At most {limits.runs_in_flight_per_person_max} messages in flight at once.", retry_after_s=5
-        )
-        async with api.limits.lease(
-            f"runs_in_flight:{person.id}",
-            cap=limits.runs_in_flight_per_person_max,
-            ttl_s=limits.run_lease_s,
-            refused=busy,
-        ):
-            result = await run_detached(api.turns.post(person, text=text, channel=channel, zone=zone))
-        await api.people.learn_language(person, text)
-        return result
+        return await api.limited_turn(person, text=text, channel=channel, zone=zone)
 
     def agent_route(handle: str) -> None:
         @router.post(f"/{handle}", responses=problem_responses(400, 401, 402, 422, 429, 503))
