@@ -77,14 +77,6 @@ _BEFORE_START_MAX = 4  # messages read looking for `start` (Twilio sends `connec
 
 
 @dataclass(frozen=True, slots=True)
-class TwilioCredentials:
-    """Twilio REST credentials: with them, the serializer also hangs up over REST."""
-
-    account_sid: str
-    auth_token: str
-
-
-@dataclass(frozen=True, slots=True)
 class StreamStart:
     stream_sid: str
     call_sid: str | None
@@ -151,17 +143,14 @@ class PhoneSerializer(TwilioFrameSerializer):
         return result
 
 
-def phone_serializer(stream: StreamStart, twilio: TwilioCredentials | None) -> PhoneSerializer:
-    # Pipecat's serializer hangs up over REST by default and refuses to start without
-    # credentials, so auto hang-up is on only when credentials are configured.
+def phone_serializer(stream: StreamStart) -> PhoneSerializer:
+    # No hang-up over Twilio's REST API: the webhook's TwiML ends with the <Stream>, so
+    # closing the socket ends the call (docs/sockets.md#phone-stream), and the serializer
+    # would otherwise refuse to start without REST credentials.
     return PhoneSerializer(
         stream_sid=stream.stream_sid,
         call_sid=stream.call_sid,
-        account_sid=twilio.account_sid if twilio else None,
-        auth_token=twilio.auth_token if twilio else None,
-        params=TwilioFrameSerializer.InputParams(
-            twilio_sample_rate=PHONE_RATE, auto_hang_up=twilio is not None and stream.call_sid is not None
-        ),
+        params=TwilioFrameSerializer.InputParams(twilio_sample_rate=PHONE_RATE, auto_hang_up=False),
     )
 
 
@@ -209,7 +198,7 @@ class PhoneSocket:
         return message
 
 
-def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCredentials | None = None) -> None:
+def add_phone_route(router: APIRouter, doors: VoiceDoors) -> None:
     """Mount `WS /phone` and Twilio's webhook, `POST /phone/incoming`, on the voice router."""
     add_incoming_route(router, doors.phone_webhook)
 
@@ -223,7 +212,7 @@ def add_phone_route(router: APIRouter, doors: VoiceDoors, *, twilio: TwilioCrede
             stream, person, zone = admitted
             async with doors.registry.claim_everywhere(person, "phone") as call:
                 log.info("phone call started", extra={"call": call.id, "person": person.id, "sid": stream.call_sid})
-                await _run_phone_call(doors, websocket, call, stream, zone, twilio)
+                await _run_phone_call(doors, websocket, call, stream, zone)
         except DOMAIN_ERRORS as exc:
             log.warning("phone call refused: %s", getattr(exc, "type", ""))
             await refuse(websocket, exc)
@@ -260,7 +249,6 @@ async def _run_phone_call(
     call: Call,
     stream: StreamStart,
     zone: ZoneInfo,
-    twilio: TwilioCredentials | None,
 ) -> None:
     session = CallSession(doors, call, zone=zone)
     socket = PhoneSocket(websocket, doors.limits, call)
@@ -272,7 +260,7 @@ async def _run_phone_call(
             audio_in_sample_rate=PIPELINE_RATE_IN,
             audio_out_sample_rate=PHONE_RATE,
             audio_out_end_silence_secs=END_SILENCE_S,
-            serializer=phone_serializer(stream, twilio),
+            serializer=phone_serializer(stream),
             allowed_origins=[],  # Twilio sends no Origin header
         ),
     )
