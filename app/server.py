@@ -51,6 +51,7 @@ from chat import (
     EventHub,
     EventLog,
     Forgetting,
+    KnownDeviceTokens,
     Limits,
     LiveCall,
     LocalTokens,
@@ -176,18 +177,23 @@ def build_devices(
     listener: Listener,
     doors: Callable[[], VoiceDoors | None],
 ) -> Devices:
-    """Paired speakers: their credentials, and every process ending a revoked device's live
-    call when the database says so (a missed notification is caught up by re-checking).
+    """Paired speakers: their credentials, and every process forgetting a revoked device's
+    token and ending its live call when the database says so (a missed notification is
+    caught up by re-checking, and by forgetting every token remembered).
     `doors` gives the call doors, None while they are still being built (no call is live)."""
+    # Tokens verified lately are trusted while a revocation would be heard (chat.device_tokens).
+    known = KnownDeviceTokens(listening=functools.partial(listener.listening, REVOKED_CHANNEL))
     devices = Devices(
         pool,
         pairing_ttl_s=settings.device_pairing_ttl_s,
         devices_per_person_max=settings.devices_per_person_max,
         wrong_codes_max=settings.pairing_wrong_codes_max,
+        known=known,
     )
     ending: set[asyncio.Task[None]] = set()
 
     def revoked(device_id: str | None) -> None:
+        known.forget(device_id)  # None: listening (re)started, a revocation may have gone unheard
         voice = doors()
         if voice is None:
             return
