@@ -570,6 +570,7 @@ def serve_app(services: Services) -> FastAPI:
         ),
         phones=services.phones,
         phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
+        phone_codes_per_address=Rate(max=settings.phone_codes_per_address_per_hour_max, window_s=3600),
         request_time_max_s=settings.request_time_max_s,
         metrics_enabled=settings.metrics_enabled,
         first_product_routes=settings.first_product_routes,
