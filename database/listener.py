@@ -16,8 +16,8 @@ everything": nothing that cannot be lost travels in a payload. They run on the e
 and must not block; one that raises is logged and does not silence the others.
 
 `listening(channel)` says whether a notification on `channel` sent now would be heard: a
-part that trusts what it remembers only until told otherwise (chat.devices' known device
-tokens) asks it before each use, so nothing is trusted in the gap between a lost
+part that trusts what it remembers only until told otherwise (the known device tokens,
+chat.device_tokens) asks it before each use, so nothing is trusted in the gap between a lost
 connection and the None of the next one.
 
 Domains never import this module (import-linter): each declares the one-method protocol it
