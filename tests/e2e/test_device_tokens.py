@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 
 import httpx
@@ -35,13 +34,10 @@ def settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"voice_preload": False})
 
 
-async def until(condition: Callable[[], bool], *, timeout_s: float = 10.0) -> float:
-    """Wait for `condition`; how long it took."""
-    started = time.monotonic()
+async def until(condition: Callable[[], bool], *, timeout_s: float = 10.0) -> None:
     async with asyncio.timeout(timeout_s):
         while not condition():
             await asyncio.sleep(0.005)
-    return time.monotonic() - started
 
 
 def known_of(devices: Devices | None) -> tuple[Devices, KnownDeviceTokens]:
@@ -83,9 +79,9 @@ async def test_a_revoke_on_another_instance_is_refused_here_once_notified(app: A
         second = httpx.AsyncClient(transport=httpx.ASGITransport(app=second_app), base_url="http://test")
         async with second:
             assert (await second.delete(f"/v1/devices/{device['id']}", headers=person)).status_code == 204
-        # The notification reaches this instance within moments, and forgets only that device.
-        waited_s = await until(lambda: len(known) == 1, timeout_s=2.0)
-    assert waited_s < 2.0
+        # The notification reaches this instance within moments (5 s allows for a loaded
+        # machine), and forgets only that device.
+        await until(lambda: len(known) == 1, timeout_s=5.0)
     with pytest.raises(Unauthorized):
         await devices.caller(token)
     assert (await devices.caller(kept_token)).device_id == kept["id"]
