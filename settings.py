@@ -143,10 +143,12 @@ class Settings(BaseSettings):
     pairing_wrong_codes_max: int = Field(default=5, ge=1, le=1000)
 
     # Verified phone callers (docs/http.md#phones): how long a code lives, wrong tries that
-    # burn it, codes a person may ask for per hour, numbers a person may have.
+    # burn it, codes a person and a client address may ask for per hour, numbers a person
+    # may have. Per address generously: many people share one carrier-grade NAT address.
     phone_code_ttl_s: int = Field(default=600, ge=30, le=3600)
     phone_wrong_codes_max: int = Field(default=5, ge=1, le=100)
     phone_codes_per_person_per_hour_max: int = Field(default=5, ge=1, le=1000)
+    phone_codes_per_address_per_hour_max: int = Field(default=20, ge=1, le=1_000_000)
     phones_per_person_max: int = Field(default=3, ge=1, le=100)
     # Twilio: the auth token checks the voice webhook's signature (unset: the webhook answers
     # 404); with the account SID and a sending number too, codes go out as text messages

@@ -67,8 +67,10 @@ def supervise_database(
     stack.push_async_callback(stop)
 
 
-async def build_pool(dsn: str, stack: contextlib.AsyncExitStack, *, size_max: int) -> asyncpg.Pool:
-    pool = await create_pool(dsn, size_max=size_max)
+async def build_pool(
+    dsn: str, stack: contextlib.AsyncExitStack, *, size_max: int, single_statements: bool = False
+) -> asyncpg.Pool:
+    pool = await create_pool(dsn, size_max=size_max, single_statements=single_statements)
     stack.push_async_callback(pool.close)
     return pool
 

@@ -51,6 +51,7 @@ from chat import (
     EventHub,
     EventLog,
     Forgetting,
+    KnownDeviceTokens,
     Limits,
     LiveCall,
     LocalTokens,
@@ -82,6 +83,9 @@ from web.doors import DoorsStarting, add_doors
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
+# The limiter's connections: a counting statement holds one for about 0.1 ms, so four serve
+# some 30,000 checks a second, far more than a process serves requests.
+LIMITS_POOL_MAX = 4
 
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it.
@@ -122,6 +126,8 @@ class Services:
     sweeper: Sweeper | None = None
     # Paired speakers (chat.devices).
     devices: Devices | None = None
+    # The limits every instance shares (chat.limits), on connections of their own.
+    limits: Limits | None = None
     # Verified phone numbers (chat.phones).
     phones: Phones | None = None
     # What prunes the records that grow with use (chat.retention).
@@ -176,18 +182,23 @@ def build_devices(
     listener: Listener,
     doors: Callable[[], VoiceDoors | None],
 ) -> Devices:
-    """Paired speakers: their credentials, and every process ending a revoked device's live
-    call when the database says so (a missed notification is caught up by re-checking).
+    """Paired speakers: their credentials, and every process forgetting a revoked device's
+    token and ending its live call when the database says so (a missed notification is
+    caught up by re-checking, and by forgetting every token remembered).
     `doors` gives the call doors, None while they are still being built (no call is live)."""
+    # Tokens verified lately are trusted while a revocation would be heard (chat.device_tokens).
+    known = KnownDeviceTokens(listening=functools.partial(listener.listening, REVOKED_CHANNEL))
     devices = Devices(
         pool,
         pairing_ttl_s=settings.device_pairing_ttl_s,
         devices_per_person_max=settings.devices_per_person_max,
         wrong_codes_max=settings.pairing_wrong_codes_max,
+        known=known,
     )
     ending: set[asyncio.Task[None]] = set()
 
     def revoked(device_id: str | None) -> None:
+        known.forget(device_id)  # None: listening (re)started, a revocation may have gone unheard
         voice = doors()
         if voice is None:
             return
@@ -335,6 +346,8 @@ async def bootstrap(
     supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
     lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
+    # The limiter's own connections, handed back without asyncpg's reset round trip (chat.limits).
+    limits = Limits(await build_pool(dsn, stack, size_max=LIMITS_POOL_MAX, single_statements=True))
     if migrate_first:
         await build_migrations(pool)
     chosen = build_model(settings, stack, model)
@@ -439,7 +452,7 @@ async def bootstrap(
             call_elsewhere=call_elsewhere_on(doors_now, pool),
         )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
-    pools = {"statements": pool, "turns": lock_pool}
+    pools = {"statements": pool, "turns": lock_pool, "limits": limits.pool}
     read_levels_on_scrape(stack, pools=pools, doors=doors_now, notes=reminder_parts.notes)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
@@ -480,6 +493,7 @@ async def bootstrap(
         preload=preload,
         sweeper=sweeper,
         devices=devices,
+        limits=limits,
         phones=phones,
         retention=retention,
         wire_doors=wire_doors,
@@ -516,7 +530,7 @@ def serve_app(services: Services) -> FastAPI:
         hub=services.hub,
         sse_streams_per_person_max=settings.sse_streams_per_person_max,
         sse_keepalive_s=settings.sse_keepalive_s,
-        limits=Limits(services.pool),
+        limits=services.limits if services.limits is not None else Limits(services.pool),
         edge_limits=EdgeLimits(
             sign_ins_per_address=Rate(max=settings.sign_ins_per_address_max, window_s=settings.sign_in_window_s),
             runs_per_person=Rate(max=settings.runs_per_person_per_minute_max, window_s=60),
@@ -556,6 +570,7 @@ def serve_app(services: Services) -> FastAPI:
         ),
         phones=services.phones,
         phone_codes_per_person=Rate(max=settings.phone_codes_per_person_per_hour_max, window_s=3600),
+        phone_codes_per_address=Rate(max=settings.phone_codes_per_address_per_hour_max, window_s=3600),
         request_time_max_s=settings.request_time_max_s,
         metrics_enabled=settings.metrics_enabled,
         first_product_routes=settings.first_product_routes,

@@ -12,9 +12,12 @@ every kind alike:
   token, signed by a key made here, its certificate served from loopback and cached by
   the SDK after the first fetch; a fresh token each time, as a first request pays, and the
   same token again, as a client's later requests pay), `Limits.hit` (one counting upsert, as a sign-in or a message
-  pays), `Limits.take` + `release` (a live-event stream's lease), `Devices.caller` (a
-  paired speaker's device token at the speaker door: one digest lookup, "last seen"
-  written at most once a minute).
+  pays) on the server's limiter (a pool of its own, no reset round trip) and, for
+  comparison in the same run, on the statement pool as before, `Limits.take` + `release`
+  (a live-event stream's lease), `Devices.caller` (a paired speaker's device token at the
+  speaker door: remembered by the process after its first use, chat.device_tokens; and,
+  for comparison, looked up every time as before: one digest lookup, "last seen" written
+  at most once a minute).
 
 Target: verification and the limiter each cost <= 0.5 ms p50 per request (their own
 timings, and /v1/me over /healthz for verification with the person's row).
@@ -48,7 +51,7 @@ from google.auth import crypt, jwt
 from pydantic import SecretStr
 
 from app.server import running
-from chat import Limits, Rate, RateLimited
+from chat import Devices, Limits, Rate, RateLimited
 from chat.firebase import FirebaseTokens
 from database import EmbeddedPostgres
 from settings import Settings
@@ -144,7 +147,11 @@ async def bench(url: str, source: str, rounds: int) -> str:
             device_token = polled.json()["device_token"]
             devices = services.devices
             assert devices is not None
-            limits = Limits(services.pool)
+            assert services.limits is not None
+            limits = services.limits
+            # As before: every use looked up, every hit on the statement pool.
+            looked_up = Devices(services.pool, pairing_ttl_s=600, devices_per_person_max=10)
+            pooled = Limits(services.pool)
             rate = Rate(max=1_000_000_000, window_s=3600)
 
             async def healthz() -> None:
@@ -162,8 +169,14 @@ async def bench(url: str, source: str, rounds: int) -> str:
             async def device() -> None:
                 await devices.caller(device_token)
 
+            async def device_looked_up() -> None:
+                await looked_up.caller(device_token)
+
             async def hit() -> None:
                 await limits.hit("bench:hit", rate, what="bench hits")
+
+            async def hit_pooled() -> None:
+                await pooled.hit("bench:hit-pooled", rate, what="bench hits")
 
             async def firebase_first() -> None:
                 await firebase_tokens.verify(fresh_tokens.pop())
@@ -182,8 +195,10 @@ async def bench(url: str, source: str, rounds: int) -> str:
                 "Sessions.verify (HMAC + signed-out lookup)": sessions,
                 "FirebaseTokens.verify, a new token (RS256, firebase-admin)": firebase_first,
                 "FirebaseTokens.verify, a token seen before": firebase,
-                "Devices.caller (a speaker's device token: one digest lookup)": device,
-                "Limits.hit (rate: one upsert)": hit,
+                "Devices.caller (a speaker's device token, remembered)": device,
+                "Devices.caller, looked up every time (as before: one digest lookup)": device_looked_up,
+                "Limits.hit (rate: one upsert, the limiter's own pool)": hit,
+                "Limits.hit on the statement pool (as before)": hit_pooled,
                 "Limits.take + release (lease)": lease,
             }
             timings: dict[str, list[float]] = {name: [] for name in kinds}

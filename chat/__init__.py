@@ -9,7 +9,8 @@ builds it. Other packages import only what is listed here.
 
 from chat.blank import is_unkeepable
 from chat.detached import cancel_detached, detach, drain_detached, run_detached
-from chat.devices import POLL_INTERVAL_S, REVOKED_CHANNEL, Device, DeviceCaller, Devices, Pairing, is_device_token
+from chat.device_tokens import DeviceCaller, KnownDeviceTokens
+from chat.devices import POLL_INTERVAL_S, REVOKED_CHANNEL, Device, Devices, Pairing, is_device_token
 from chat.errors import (
     AdminDisabled,
     ChatError,
@@ -64,6 +65,7 @@ __all__ = [
     "FactLookup",
     "Forgetting",
     "KnowledgeUnavailable",
+    "KnownDeviceTokens",
     "Learning",
     "Lease",
     "Limits",

@@ -9,7 +9,9 @@ token finds nothing on every instance, and the `device_revoked` notification tel
 process to end that device's live call.
 
 Codes, poll secrets and tokens are random, short-lived where they can be, and stored only
-as SHA-256 digests; a lookup by digest is one unique-index read.
+as SHA-256 digests; a lookup by digest is one unique-index read, and a token this process
+verified lately is not looked up again (chat.device_tokens: forgotten at once on a
+revocation, here or on another instance).
 
 A code's first group of four names the waiting speaker (unique among live pairings), the
 whole code proves it: a wrong code whose first group names a waiting speaker counts against
@@ -29,6 +31,7 @@ from typing import Any
 
 import asyncpg
 
+from chat.device_tokens import DeviceCaller, KnownDeviceTokens
 from chat.errors import NotFound, PairingCodeBurnt, PairingCodeInvalid, TooManyDevices, Unauthorized
 from chat.events import Conn
 from chat.identity import TOKEN_CHARS_MAX
@@ -152,19 +155,20 @@ class Device:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceCaller:
-    """Who is at the speaker door with a device token."""
-
-    person_id: str
-    device_id: str
-
-
 class Devices:
     def __init__(
-        self, pool: asyncpg.Pool, *, pairing_ttl_s: int, devices_per_person_max: int, wrong_codes_max: int = 5
+        self,
+        pool: asyncpg.Pool,
+        *,
+        pairing_ttl_s: int,
+        devices_per_person_max: int,
+        wrong_codes_max: int = 5,
+        known: KnownDeviceTokens | None = None,
     ) -> None:
+        """`known`: the tokens this process remembers (None: every use is looked up, as for
+        a process that does not hear revocations)."""
         self._pool = pool
+        self.known = known
         self.pairing_ttl_s = pairing_ttl_s
         self.devices_per_person_max = devices_per_person_max
         self.wrong_codes_max = wrong_codes_max
@@ -259,15 +263,25 @@ class Devices:
         process ends its live call; another person's or an unknown id is `NotFound`."""
         if await self._pool.fetchrow(_REVOKE_SQL, device_id, person_id) is None:
             raise NotFound("No such device.")
+        if self.known is not None:
+            self.known.forget(device_id)  # before answering: its next use is looked up, and refused
 
     async def caller(self, token: str) -> DeviceCaller:
         """The person and device a device token names; raises `Unauthorized` otherwise."""
         if len(token) > TOKEN_CHARS_MAX or not token.startswith(DEVICE_TOKEN_PREFIX):
             raise Unauthorized("The token is not valid.")
-        row = await self._pool.fetchrow(_VERIFY_SQL, digest(token))
+        token_digest = digest(token)
+        known = self.known
+        if known is not None and (remembered := known.get(token_digest)) is not None:
+            return remembered
+        epoch = known.epoch if known is not None else 0
+        row = await self._pool.fetchrow(_VERIFY_SQL, token_digest)
         if row is None:
             raise Unauthorized("This device is not paired; pair it again.")
-        return DeviceCaller(person_id=row["person_id"], device_id=row["id"])
+        found = DeviceCaller(person_id=row["person_id"], device_id=row["id"])
+        if known is not None:
+            known.put(token_digest, found, epoch=epoch)
+        return found
 
     async def paired(self, device_id: str) -> bool:
         """Whether the device still exists (a revocation missed while not listening)."""

@@ -13,7 +13,16 @@ Two shapes cover them all:
   and a long holder renews it.
 
 A refusal is `RateLimited`, which carries how long to wait (the edge's `Retry-After`).
-Each check is one statement on the pool: no lock is held between requests.
+Each check is one statement on the pool: no lock is held between requests. The server
+gives the limiter a pool of its own whose connections skip asyncpg's reset
+(database.create_pool's `single_statements`): every statement here is one statement
+outside a transaction, and the reset was a second round trip on each.
+
+A window this process saw over its count is remembered until it ends: a window's count
+only grows, so on every instance it refuses until then, and a flood's later hits are
+refused here without a round trip (and without being counted, which changes nothing: the
+window already refuses). A crash of the database may empty the window sooner (the tables
+are unlogged); the remembered refusal then lasts to the window's end, as it would have.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import secrets
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -28,15 +38,13 @@ import asyncpg
 
 from chat.errors import ChatError, RateLimited
 
+# The window's bounds come from the database's clock, the one every instance shares.
 _HIT_SQL = """
-WITH hit AS (
-    INSERT INTO limit_windows (key, window_at, ends_at, hits)
-    VALUES ($1, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2),
-            to_timestamp(floor(extract(epoch FROM now()) / $2) * $2 + $2), 1)
-    ON CONFLICT (key, window_at) DO UPDATE SET hits = limit_windows.hits + 1
-    RETURNING hits, ends_at
-)
-SELECT hits, extract(epoch FROM ends_at - now())::float8 AS left_s FROM hit
+INSERT INTO limit_windows (key, window_at, ends_at, hits)
+VALUES ($1, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2),
+        to_timestamp(floor(extract(epoch FROM now()) / $2) * $2 + $2), 1)
+ON CONFLICT (key, window_at) DO UPDATE SET hits = limit_windows.hits + 1
+RETURNING hits, extract(epoch FROM ends_at - now())::float8 AS left_s
 """
 _PEEK_SQL = """
 SELECT hits, extract(epoch FROM ends_at - now())::float8 AS left_s FROM limit_windows
@@ -55,6 +63,9 @@ SELECT (SELECT count(*) FROM windows) + (SELECT count(*) FROM leases)
 """
 # Counting windows are swept every this many hits (one process's share of the work).
 SWEEP_EVERY_HITS = 1_000
+# Windows remembered as full (a bound on memory, about 200 bytes each): a flood from more
+# keys than this at once is still refused, by the database; the oldest are let go first.
+FULL_WINDOWS_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,13 @@ class Rate:
     def __post_init__(self) -> None:
         assert self.max >= 1, "a rate allows at least one hit"
         assert self.window_s >= 1, "a window lasts at least a second"
+
+
+def _refusal(rate: Rate, what: str, left_s: float) -> RateLimited:
+    return RateLimited(
+        f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
+        retry_after_s=max(1, math.ceil(left_s)),
+    )
 
 
 class Lease:
@@ -90,29 +108,57 @@ class Limits:
         # person whose turns were cut off got 429 for up to RUN_LEASE_S after the database
         # came back (tests/faults/test_external_restart.py).
         self._unreleased: set[str] = set()
+        # (key, window length) -> (when its window ends, on this process's clock; the hits
+        # it held), for windows seen holding at least their `max`.
+        self._full: dict[tuple[str, int], tuple[float, int]] = {}
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The connections its statements run on (their use is reported with the other pools')."""
+        return self._pool
 
     async def hit(self, key: str, rate: Rate, *, what: str) -> None:
         """Count one hit on `key`; raises `RateLimited` once the window holds more than `rate.max`."""
+        self._refuse_if_known_full(key, rate, what=what)
         row = await self._pool.fetchrow(_HIT_SQL, key, rate.window_s)
         assert row is not None
         self._hits += 1
         if self._hits % SWEEP_EVERY_HITS == 0:
             await self._pool.fetchval(_SWEEP_SQL)
+        self._remember(key, rate, row)
         if row["hits"] > rate.max:
-            raise RateLimited(
-                f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
-                retry_after_s=max(1, math.ceil(row["left_s"])),
-            )
+            raise _refusal(rate, what, row["left_s"])
 
     async def check(self, key: str, rate: Rate, *, what: str) -> None:
         """Raise `RateLimited` if `key`'s window already holds `rate.max` hits, counting
         nothing (for limits counted only on failure, such as wrong codes)."""
+        self._refuse_if_known_full(key, rate, what=what)
         row = await self._pool.fetchrow(_PEEK_SQL, key, rate.window_s)
-        if row is not None and row["hits"] >= rate.max:
-            raise RateLimited(
-                f"At most {rate.max} {what} per {rate.window_s} s; try again later.",
-                retry_after_s=max(1, math.ceil(row["left_s"])),
-            )
+        if row is not None:
+            self._remember(key, rate, row)
+            if row["hits"] >= rate.max:
+                raise _refusal(rate, what, row["left_s"])
+
+    def _refuse_if_known_full(self, key: str, rate: Rate, *, what: str) -> None:
+        """Refuse without a round trip if this process saw the window holding `rate.max`
+        hits: one more (a hit) or none (a check) is refused by the database too."""
+        known = self._full.get((key, rate.window_s))
+        if known is None:
+            return
+        ends_at, hits = known
+        left_s = ends_at - time.monotonic()
+        if left_s <= 0:
+            del self._full[(key, rate.window_s)]
+        elif hits >= rate.max:
+            raise _refusal(rate, what, left_s)
+
+    def _remember(self, key: str, rate: Rate, row: asyncpg.Record) -> None:
+        if row["hits"] < rate.max:
+            return
+        self._full.pop((key, rate.window_s), None)
+        while len(self._full) >= FULL_WINDOWS_MAX:
+            del self._full[next(iter(self._full))]
+        self._full[(key, rate.window_s)] = (time.monotonic() + row["left_s"], row["hits"])
 
     @contextlib.asynccontextmanager
     async def lease(self, key: str, *, cap: int, ttl_s: float, refused: ChatError) -> AsyncIterator[Lease]:

@@ -15,6 +15,11 @@ nobody listened. Callbacks treat a notification as a hint and None as "re-read
 everything": nothing that cannot be lost travels in a payload. They run on the event loop
 and must not block; one that raises is logged and does not silence the others.
 
+`listening(channel)` says whether a notification on `channel` sent now would be heard: a
+part that trusts what it remembers only until told otherwise (the known device tokens,
+chat.device_tokens) asks it before each use, so nothing is trusted in the gap between a lost
+connection and the None of the next one.
+
 Domains never import this module (import-linter): each declares the one-method protocol it
 needs, `watch(channel, callback)`, and the composition root (`app`) hands this in.
 """
@@ -58,6 +63,8 @@ class Listener:
         self._callbacks: dict[str, list[Callback]] = {}
         # The live connection, set only once it listens on every channel watched so far.
         self._conn: asyncpg.Connection | None = None
+        # The channels LISTENed on that connection (a channel watched late joins once its LISTEN ran).
+        self._listened: frozenset[str] = frozenset()
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Channels first watched on a live connection are added one at a time: asyncpg
@@ -73,6 +80,13 @@ class Listener:
             task = asyncio.create_task(self._add(self._conn, channel), name=f"listen-{channel}")
             self._adding.add(task)
             task.add_done_callback(self._adding.discard)
+
+    def listening(self, channel: str) -> bool:
+        """Whether a notification on `channel` sent now would reach its callbacks: the
+        connection is up (asyncpg marks a lost one closed as soon as the loss is seen) and
+        LISTENs on it."""
+        conn = self._conn
+        return conn is not None and channel in self._listened and not conn.is_closed()
 
     async def start(self, *, timeout_s: float = 10.0) -> None:
         """Connect in the background; return once the first connection listens (or raise TimeoutError,
@@ -110,7 +124,7 @@ class Listener:
                 except _LOST as exc:
                     log.warning("listener lost its connection: %s", type(exc).__name__)
                 finally:
-                    self._conn = None
+                    self._conn, self._listened = None, frozenset()
                     if not conn.is_closed():
                         await conn.close(timeout=self._connect_timeout_s)
             await asyncio.sleep(delay_s)
@@ -126,7 +140,7 @@ class Listener:
             for channel in sorted(pending):
                 await conn.add_listener(channel, self._on_notify)
                 listened.add(channel)
-        self._conn = conn
+        self._conn, self._listened = conn, frozenset(listened)
         self._connected.set()
         for channel in sorted(listened):
             self._tell(channel, None)
@@ -140,6 +154,8 @@ class Listener:
                 await conn.add_listener(channel, self._on_notify)
             except _LOST:
                 return  # the connection is going: the reconnect listens on this channel too
+            if conn is self._conn:
+                self._listened |= {channel}
         self._tell(channel, None)
 
     def _on_notify(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:

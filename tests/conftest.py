@@ -119,6 +119,7 @@ def offline_settings(database_url: str, tmp_path: Path) -> Settings:
         # Tests sign many people in from one address and post quickly: the limits are
         # tested on their own (tests/e2e/test_limits.py) and out of every other test's way.
         sign_ins_per_address_max=100_000,
+        phone_codes_per_address_per_hour_max=100_000,
         runs_per_person_per_minute_max=100_000,
         runs_in_flight_per_person_max=100,
     )

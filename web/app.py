@@ -76,6 +76,7 @@ def build_app(
     device_limits: DeviceLimits | None = None,
     phones: Phones | None = None,
     phone_codes_per_person: Rate | None = None,
+    phone_codes_per_address: Rate | None = None,
     request_time_max_s: float | None = None,
     metrics_enabled: bool = True,
     metrics_token: str | None = None,
@@ -103,7 +104,8 @@ def build_app(
         app.include_router(build_devices_router(api, devices, device_limits))
     if phones is not None:
         codes = phone_codes_per_person or Rate(max=5, window_s=3600)
-        app.include_router(build_phones_router(api, phones, codes_per_person=codes))
+        per_address = phone_codes_per_address or Rate(max=20, window_s=3600)
+        app.include_router(build_phones_router(api, phones, codes_per_person=codes, codes_per_address=per_address))
     for door in doors:
         app.include_router(door)
     if connections is not None:

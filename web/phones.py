@@ -4,18 +4,21 @@ sent to it), verify it with that code, list them, remove one.
 (No `from __future__ import annotations` here: FastAPI must evaluate the dependency
 annotations of the closures below.)
 
-Codes sent are counted per person, so the product is no free text-message cannon; a code
-is burnt after too many wrong tries (chat.phones).
+Codes sent are counted per person and per client address, so the product is no free
+text-message cannon (one address signing up many people does not multiply it); a code is
+burnt after too many wrong tries (chat.phones). Never per number: a limit on the number
+would let anyone who knows a person's number use it up and stop them verifying it
+(docs/http.md#phones).
 """
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from chat import Person, Phones, Rate, normalise_number
-from web.api import ChatApi, current_person_dependency
+from web.api import ChatApi, client_address, current_person_dependency
 from web.edge import problem_responses
 from web.schemas import _Strict
 
@@ -40,17 +43,20 @@ class PhonesOut(BaseModel):
     phones: list[PhoneOut]
 
 
-def build_phones_router(api: ChatApi, phones: Phones, *, codes_per_person: Rate) -> APIRouter:
+def build_phones_router(api: ChatApi, phones: Phones, *, codes_per_person: Rate, codes_per_address: Rate) -> APIRouter:
     router = APIRouter(prefix="/v1/phones", tags=["phones"])
     current_person = current_person_dependency(api)
 
     @router.post(
         "", response_model=PhoneOut, status_code=202, responses=problem_responses(400, 401, 409, 413, 422, 429, 503)
     )
-    async def add(body: PhoneIn, person: Annotated[Person, Depends(current_person)]) -> dict[str, Any]:
+    async def add(
+        body: PhoneIn, request: Request, person: Annotated[Person, Depends(current_person)]
+    ) -> dict[str, Any]:
         """Add a number (or ask again for a code for one not yet verified): a code is sent to it."""
         number = normalise_number(body.number)  # a number that is no number costs no code
         await api.limits.hit(f"phone_codes:{person.id}", codes_per_person, what="phone codes")
+        await api.limits.hit(f"phone_codes_from:{client_address(request)}", codes_per_address, what="phone codes")
         return (await phones.add(person.id, number)).as_json()
 
     @router.post(

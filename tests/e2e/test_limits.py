@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.server import running
-from chat import Limits, RateLimited
+from chat import Limits, Rate, RateLimited
 from settings import Settings
 from tests.conftest import App
 from tests.fakes.servers import serve_in_process
@@ -180,3 +180,27 @@ async def test_a_release_lost_to_an_outage_is_let_go_with_the_next_take(app: App
     async with limits.lease("runs_in_flight:usr_x", cap=2, ttl_s=900, refused=refused):
         held = await app.services.pool.fetchval("SELECT count(*) FROM limit_leases WHERE key = 'runs_in_flight:usr_x'")
         assert held == 1, "the two lost releases were let go before this take"
+
+
+async def test_a_window_seen_full_refuses_here_without_counting_and_still_holds_elsewhere(app: App) -> None:
+    """Once this process saw a window hold its count, it refuses until the window ends
+    without asking the database (the count stops growing); another instance, asking the
+    database, refuses too."""
+    assert app.services.limits is not None
+    here, elsewhere = app.services.limits, Limits(app.services.pool)
+    rate = Rate(max=SIGN_INS_MAX, window_s=3600)
+    for _ in range(SIGN_INS_MAX):
+        await here.hit("test:flood", rate, what="tries")
+    for _ in range(2 * SIGN_INS_MAX):
+        with pytest.raises(RateLimited) as refused:
+            await here.hit("test:flood", rate, what="tries")
+        assert 1 <= refused.value.retry_after_s <= 3600
+    counted = await app.services.pool.fetchval("SELECT hits FROM limit_windows WHERE key = 'test:flood'")
+    assert counted == SIGN_INS_MAX, "the refusals after the window was full cost no statement"
+    with pytest.raises(RateLimited):
+        await elsewhere.hit("test:flood", rate, what="tries")
+    with pytest.raises(RateLimited):
+        await here.check("test:flood", rate, what="tries")
+    # Another key, and the same key under a longer allowance, are not held back by the memory.
+    await here.hit("test:other", rate, what="tries")
+    await here.hit("test:flood", Rate(max=100, window_s=3600), what="tries")

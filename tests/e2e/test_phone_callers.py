@@ -19,6 +19,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from app.server import running
 from settings import Settings
 from tests.conftest import App
 from tests.e2e.test_phone import closed_with, phone_call, say
@@ -265,3 +266,39 @@ async def test_without_a_twilio_auth_token_the_webhook_is_off(app: App, settings
         async with client:
             answer = await client.post("/v1/voice/phone/incoming", content="From=%2B6281234567890")
     assert_problem(answer, 404, "phone_webhook_disabled")
+
+
+async def test_codes_are_limited_per_client_address_across_people_never_per_number(
+    app: App, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One address signing up many people cannot multiply the codes it may ask for; and
+    codes asked for a number from elsewhere never stop its owner verifying it."""
+    caplog.set_level(logging.INFO)
+    per_address = 3
+    async with running(settings.model_copy(update={"phone_codes_per_address_per_hour_max": per_address})) as (
+        _,
+        limited_app,
+    ):
+        attacker = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=limited_app, client=("203.0.113.66", 40_000)), base_url="http://test"
+        )
+        owner = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=limited_app, client=("198.51.100.66", 40_000)), base_url="http://test"
+        )
+        async with attacker, owner:
+            answers = []
+            for n in range(per_address + 2):  # a new person each time: no person's own limit is reached
+                signed = (await attacker.post("/v1/auth/local", json={"name": f"Spammer {n}"})).json()
+                headers = {"Authorization": f"Bearer {signed['token']}"}
+                answers.append(await attacker.post("/v1/phones", json={"number": NUMBER}, headers=headers))
+            assert [a.status_code for a in answers] == [202] * per_address + [429] * 2
+            assert_problem(answers[-1], 429, "rate_limited")
+            # The number's owner, from their own address, is not held back by any of it.
+            signed = (await owner.post("/v1/auth/local", json={"name": "Budi"})).json()
+            budi = {"Authorization": f"Bearer {signed['token']}"}
+            added = await owner.post("/v1/phones", json={"number": NUMBER}, headers=budi)
+            assert added.status_code == 202, added.text
+            verified_answer = await owner.post(
+                f"/v1/phones/{added.json()['id']}/verify", json={"code": last_code(caplog, NUMBER)}, headers=budi
+            )
+            assert verified_answer.status_code == 200, verified_answer.text
