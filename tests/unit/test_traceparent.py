@@ -4,14 +4,11 @@ well-formed traceparent of a bounded size (docs/operations.md#traces)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from telemetry import carried, continuing, span
 from telemetry.traces import TRACEPARENT_CHARS_MAX
-from tests.fakes.traces import recording
 
 
 def _current_trace_id() -> int:
@@ -25,18 +22,14 @@ def test_nothing_is_carried_while_nothing_is_recorded() -> None:
         assert carried() is None
 
 
-def test_a_carried_trace_goes_on_where_it_is_continued() -> None:
-    spans: Iterator[InMemorySpanExporter] = recording()
-    next(spans)
-    try:
-        with span("say elsewhere") as asked:
-            traceparent = carried()
-        assert traceparent is not None and len(traceparent) == 55 <= TRACEPARENT_CHARS_MAX
-        with continuing(traceparent), span("say") as said:
-            assert _current_trace_id() == asked.get_span_context().trace_id
-        assert said.parent is not None and said.parent.span_id == asked.get_span_context().span_id
-    finally:
-        spans.close()
+def test_a_carried_trace_goes_on_where_it_is_continued(spans: InMemorySpanExporter) -> None:
+    with span("say elsewhere") as asked:
+        traceparent = carried()
+    assert traceparent is not None and len(traceparent) == 55 <= TRACEPARENT_CHARS_MAX
+    with continuing(traceparent), span("say"):
+        assert _current_trace_id() == asked.get_span_context().trace_id
+    (said,) = [s for s in spans.get_finished_spans() if s.name == "say"]
+    assert said.parent is not None and said.parent.span_id == asked.get_span_context().span_id
 
 
 def test_a_malformed_or_oversized_traceparent_changes_nothing() -> None:
