@@ -40,6 +40,14 @@ SLICES_QUEUED_MAX = 32
 # How long a call's end waits for its slices to be charged before leaving the rest to the
 # charging task (which still finishes them: the charge itself runs detached, chat.detached).
 FLUSH_WAIT_S = 10.0
+# Charging tasks that outlived their call's end: held here until they finish (the event
+# loop keeps only weak references to tasks, and the call's meter is let go).
+_OUTLIVING: set[asyncio.Task[None]] = set()
+
+
+def _outlive(task: asyncio.Task[None]) -> None:
+    _OUTLIVING.add(task)
+    task.add_done_callback(_OUTLIVING.discard)
 
 
 def _engine(data: Any) -> str:
@@ -49,9 +57,10 @@ def _engine(data: Any) -> str:
 
 
 class UsageMeter(FrameProcessor):
-    def __init__(self, bill: Bill, **kwargs: Any) -> None:
+    def __init__(self, bill: Bill, *, flush_wait_s: float = FLUSH_WAIT_S, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._bill = bill
+        self._flush_wait_s = flush_wait_s
         self._slice = 0
         self._stt_ms = 0.0
         self._tts_characters = 0
@@ -97,16 +106,21 @@ class UsageMeter(FrameProcessor):
         await self._queued.put((self._slice, self._bill(self._slice, usage)))
 
     async def charged(self) -> None:
-        """The call is over: wait (up to FLUSH_WAIT_S) until every slice queued is charged.
+        """The call is over: wait (up to `flush_wait_s`) until every slice queued is charged.
         Past that, the charging task goes on alone and ends once the queue is empty."""
         if self._charging is None or self._charging.done():
             return
-        await self._queued.put(None)
+        ended = False
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(FLUSH_WAIT_S):
+            async with asyncio.timeout(self._flush_wait_s):
+                await self._queued.put(None)  # waits for room in a full queue, within the bound
+                ended = True
                 await asyncio.shield(self._charging)
                 return
         log.warning("a call ended with its charges still being written; they go on after it")
+        _outlive(self._charging)
+        if not ended:  # the queue is still full: its end goes in once there is room
+            _outlive(asyncio.create_task(self._queued.put(None)))
 
     async def _charge_queued(self) -> None:
         while True:

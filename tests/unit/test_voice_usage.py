@@ -94,3 +94,22 @@ async def test_a_failed_charge_is_logged_and_the_next_slice_still_charged(caplog
     await run_test(UsageMeter(bill), frames_to_send=frames)
     assert billed == [2]
     assert any("voice slice 1 not charged now" in r.getMessage() for r in caplog.records)
+
+
+async def test_charges_slower_than_the_ends_wait_still_all_finish_after_the_call() -> None:
+    billed: list[int] = []
+    all_billed = asyncio.Event()
+
+    async def bill(slice_index: int, usage: VoiceUsage) -> None:
+        await asyncio.sleep(0.3)
+        billed.append(slice_index)
+        if len(billed) == 2:
+            all_billed.set()
+
+    tts = TTSUsageMetricsData(processor="EspeakTTSService#1", model=None, value=10)
+    frames = [MetricsFrame(data=[tts]), BotStoppedSpeakingFrame(), MetricsFrame(data=[tts])]
+    await run_test(UsageMeter(bill, flush_wait_s=0.05), frames_to_send=frames)
+    assert len(billed) < 2, "the call's end waited only as long as it may"
+    async with asyncio.timeout(5):
+        await all_billed.wait()
+    assert billed == [1, 2]
