@@ -23,7 +23,7 @@ from agents import Segment, SpokenReply
 from chat import CallElsewhere, LiveCall, People, Tickets, TokenVerifier, Turns, Wallet
 from database import Listener
 from settings import Settings
-from telemetry import span
+from telemetry import carried, continuing, span
 
 if TYPE_CHECKING:
     from voice import Engines, VoiceDoors
@@ -159,11 +159,14 @@ SELECT EXISTS (
 """
 
 
-def _say_payload(person_id: str, reply: SpokenReply) -> str:
-    """The reply's sentences, as many from the start as fit in one NOTIFY."""
+def _say_payload(person_id: str, reply: SpokenReply, traceparent: str | None = None) -> str:
+    """The reply's sentences, as many from the start as fit in one NOTIFY, and the trace
+    the holding process continues (a W3C traceparent, only while tracing is on)."""
     segments = list(reply.segments)
     while True:
         fields: dict[str, Any] = {"person": person_id, "segments": [[s.text, s.emotion] for s in segments]}
+        if traceparent is not None:
+            fields["trace"] = traceparent
         payload = json.dumps(fields, ensure_ascii=False)
         if len(payload.encode()) <= _SAY_BYTES_MAX or not segments:
             return payload
@@ -182,9 +185,11 @@ def call_elsewhere_on(doors: Callable[[], VoiceDoors | None], pool: asyncpg.Pool
             return None
 
         async def say(reply: SpokenReply) -> None:
-            # The holding process says it (its own `say` root there): here, the asking.
+            # The holding process says it, its `say` under this span (the NOTIFY carries the
+            # trace, docs/operations.md#traces): here, the asking.
             with span("say elsewhere", person=person_id):
-                await pool.execute("SELECT pg_notify($1, $2)", SAY_CHANNEL, _say_payload(person_id, reply))
+                payload = _say_payload(person_id, reply, carried())
+                await pool.execute("SELECT pg_notify($1, $2)", SAY_CHANNEL, payload)
 
         return say
 
@@ -199,9 +204,14 @@ def hear_calls_elsewhere(
     has the reply anyway."""
     saying: set[asyncio.Task[None]] = set()
 
-    async def say(speak: Callable[[SpokenReply], Awaitable[None]], reply: SpokenReply, person_id: str) -> None:
+    async def say(
+        speak: Callable[[SpokenReply], Awaitable[None]], reply: SpokenReply, person_id: str, traceparent: object
+    ) -> None:
         try:
-            await speak(reply)
+            # The asking process's trace goes on here: the call's `say` is a child of its
+            # `say elsewhere` (a root, as before, when tracing is off there or the value is bad).
+            with continuing(traceparent):
+                await speak(reply)
         except Exception:  # the call ended meanwhile
             log.warning("could not say a note of %s on the call", person_id)
 
@@ -219,7 +229,8 @@ def hear_calls_elsewhere(
         call = None if voice is None else voice.registry.live_for(person_id)
         if call is None or call.speak is None or not segments:
             return
-        task = asyncio.create_task(say(call.speak, SpokenReply(segments=segments, end_call=False), person_id))
+        spoken = SpokenReply(segments=segments, end_call=False)
+        task = asyncio.create_task(say(call.speak, spoken, person_id, data.get("trace")))
         saying.add(task)
         task.add_done_callback(saying.discard)
 

@@ -6,11 +6,16 @@ The ledger domain keeps the money; this module ties it to people, runs and event
 charge is shielded from cancellation: a client that disconnects mid-run is still
 charged for every call that completed, and a retried request never charges twice
 (each call's ref is `run:<run_id>:call:<n>`).
+
+A slice of a call's speech that cannot be charged when it ends (the database is away) is
+kept in memory and charged by the sweep with `settle_outbox`, with the same ref
+`voice:<call>:<n>` and the same time, so it is charged once (docs/money.md#voice-seconds).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
@@ -40,6 +45,27 @@ from ledger import (
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
+
+# Voice slices kept for the sweep at most (one per exchange of a call): past this, a slice
+# that cannot be charged is logged as lost rather than held in memory without bound.
+VOICE_UNSETTLED_MAX = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _VoiceSlice:
+    """One slice of a call's speech as it will be charged: its time picks the price, so a
+    retry is the same charge."""
+
+    person_id: str
+    call_id: str
+    slice_index: int
+    channel: str
+    usage: VoiceUsage
+    at: datetime
+
+    @property
+    def ref(self) -> str:
+        return f"voice:{self.call_id}:{self.slice_index}"
 
 
 def token_usage(usage: dict[str, int]) -> TokenUsage:
@@ -82,6 +108,8 @@ class Wallet:
         self._signup_grant_micros = signup_grant_micros
         # Every call's usage from the moment it returns until its charge is written.
         self.outbox = outbox or Outbox(None)
+        # Voice slices whose charge failed, by ref, until the sweep writes them.
+        self._voice_unsettled: dict[str, _VoiceSlice] = {}
 
     async def balance_micros(self, person_id: str) -> int:
         return await self._ledger.balance_micros(user_account(person_id))
@@ -215,32 +243,59 @@ class Wallet:
     async def charge_voice(
         self, *, person_id: str, call_id: str, slice_index: int, channel: str, usage: VoiceUsage
     ) -> int:
-        """Charge one slice of a call's speech (seconds heard, characters spoken)."""
+        """Charge one slice of a call's speech (seconds heard, characters spoken). One that
+        cannot be charged now is kept for the sweep (`settle_outbox`) and the error raised."""
         assert self._voice_prices is not None, "a wallet that bills calls is given voice prices"
+        piece = _VoiceSlice(person_id, call_id, slice_index, channel, usage, datetime.now(UTC))
+        try:
+            return await self._charge_slice(piece)
+        except Exception:
+            self._keep_unsettled(piece)
+            raise
+
+    @property
+    def voice_unsettled(self) -> int:
+        """How many voice slices wait for the sweep."""
+        return len(self._voice_unsettled)
+
+    def _keep_unsettled(self, piece: _VoiceSlice) -> None:
+        if piece.ref in self._voice_unsettled or len(self._voice_unsettled) < VOICE_UNSETTLED_MAX:
+            self._voice_unsettled[piece.ref] = piece
+            return
+        log.error("voice slice %s not charged and not kept: %d already wait", piece.ref, VOICE_UNSETTLED_MAX)
+
+    async def _charge_slice(self, piece: _VoiceSlice) -> int:
+        assert self._voice_prices is not None
         transaction = await run_detached(
             charge_voice_usage(
                 self._ledger,
                 self._voice_prices,
-                person_id=person_id,
-                call_id=call_id,
-                slice_index=slice_index,
-                channel=channel,
-                usage=usage,
-                at=datetime.now(UTC),
+                person_id=piece.person_id,
+                call_id=piece.call_id,
+                slice_index=piece.slice_index,
+                channel=piece.channel,
+                usage=piece.usage,
+                at=piece.at,
             )
         )
+        self._voice_unsettled.pop(piece.ref, None)
         if transaction is not None and not transaction.replayed:
             # Counted once per slice: a replayed slice was counted when it was first charged.
+            channel, usage = piece.channel, piece.usage
             metrics.voice_seconds_billed.inc(usage.stt_ms / 1000, channel=channel)
             metrics.voice_characters_billed.inc(usage.tts_characters, channel=channel)
             metrics.voice_cost.inc(_debited(transaction), channel=channel)
-            await self.announce(person_id)
+            await self.announce(piece.person_id)
         return _debited(transaction)
 
     async def settle_outbox(self) -> int:
         """Charge the calls this process could not charge when they returned, and those a
-        process that is gone left in its outbox file; returns how many were charged."""
+        process that is gone left in its outbox file, and the voice slices this process
+        could not charge when they ended; returns how many were charged."""
         settled = 0
+        for piece in list(self._voice_unsettled.values()):
+            await self._charge_slice(piece)
+            settled += 1
         for call in self.outbox.to_retry():
             if await self._charge(call, announce=False) is not None:
                 await self.announce(call.person_id)

@@ -24,7 +24,7 @@ from telemetry.metrics import (
     Registry,
     metrics,
 )
-from telemetry.traces import OpenSpan, begin, export_traces, here, span
+from telemetry.traces import OpenSpan, begin, carried, continuing, export_traces, here, span
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -37,7 +37,9 @@ __all__ = [
     "PlainFormatter",
     "Registry",
     "begin",
+    "carried",
     "configure_logging",
+    "continuing",
     "current_request_id",
     "export_traces",
     "fresh_request_id",

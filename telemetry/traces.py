@@ -13,6 +13,11 @@ A call's voice turn is not one block of code: it is opened when the person's tur
 its children (the speech, recognition, the first audio) are known only after they
 happened, and it ends when its reply's audio is out, in other tasks of the pipeline.
 `begin` opens such a span (`OpenSpan`) that is carried to those places and ended there.
+
+Work handed to another process (a note said on a call another instance holds, through a
+NOTIFY) carries the W3C `traceparent` of the span that handed it over (`carried`), and the
+receiving process continues that trace from it (`continuing`), so the note's trace holds the
+`say` made there too.
 """
 
 from __future__ import annotations
@@ -23,11 +28,17 @@ from collections.abc import Callable, Iterator
 from opentelemetry import context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 Attribute = str | int | float | bool | None
 
 # Resolved at each span: whatever provider the process installed by then (none: no-op).
 _tracer = trace.get_tracer("avagenc")
+# W3C Trace Context (`00-<32 hex>-<16 hex>-<2 hex>`, 55 characters in version 00); a longer
+# value from another process is refused rather than parsed, so a payload bounds its cost.
+_W3C = TraceContextTextMapPropagator()
+_TRACEPARENT = "traceparent"
+TRACEPARENT_CHARS_MAX = 64
 
 
 def here() -> Context:
@@ -106,6 +117,36 @@ def begin(
     parent = within if within is not None else Context()  # a root whatever is current where it is opened
     opened = _tracer.start_span(name, context=parent, start_time=start_ns, attributes=_attributes(attributes))
     return OpenSpan(opened, set_span_in_context(opened, parent))
+
+
+def carried() -> str | None:
+    """The current span as a W3C `traceparent`, for work another process continues
+    (`continuing`); None when nothing is recorded here (no exporter: nothing to continue)."""
+    if not trace.get_current_span().is_recording():
+        return None
+    carrier: dict[str, str] = {}
+    _W3C.inject(carrier)
+    value = carrier.get(_TRACEPARENT)
+    return value if value is not None and len(value) <= TRACEPARENT_CHARS_MAX else None
+
+
+@contextlib.contextmanager
+def continuing(traceparent: object) -> Iterator[None]:
+    """For the block (and the tasks it starts), the trace another process handed over with
+    `carried` is the current one, so spans opened in it are that trace's; anything that is
+    not a well-formed traceparent of a bounded size changes nothing."""
+    if not isinstance(traceparent, str) or len(traceparent) > TRACEPARENT_CHARS_MAX:
+        yield
+        return
+    extracted = _W3C.extract({_TRACEPARENT: traceparent})
+    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        yield
+        return
+    token = context.attach(extracted)
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 def export_traces(*, endpoint: str, service: str = "avagenc") -> Callable[[], None]:

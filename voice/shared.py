@@ -63,19 +63,25 @@ class VoiceDoors:
             return []
         bill = self.bill
 
-        async def charge(slice_index: int, usage: VoiceUsage) -> None:
+        def charge(slice_index: int, usage: VoiceUsage) -> Awaitable[None]:
+            # The exchange the slice bills is the latest now, when the slice ends; the
+            # charge runs later, off the frame path (voice.usage), under that exchange.
             latest = trace.latest() if trace is not None else None
-            with span(
-                "voice charge",
-                within=latest.context if latest is not None else None,
-                root=latest is None,
-                call=call.id,
-                channel=call.channel,
-                slice=slice_index,
-                stt_ms=usage.stt_ms,
-                tts_characters=usage.tts_characters,
-            ):
-                await bill(call, slice_index, usage)
+
+            async def charged() -> None:
+                with span(
+                    "voice charge",
+                    within=latest.context if latest is not None else None,
+                    root=latest is None,
+                    call=call.id,
+                    channel=call.channel,
+                    slice=slice_index,
+                    stt_ms=usage.stt_ms,
+                    tts_characters=usage.tts_characters,
+                ):
+                    await bill(call, slice_index, usage)
+
+            return charged()
 
         return [UsageMeter(charge)]
 

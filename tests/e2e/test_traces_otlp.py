@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
-from websockets.asyncio.client import connect
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from settings import Settings
@@ -56,30 +59,51 @@ def _env(settings: Settings, receiver: OtlpReceiver) -> dict[str, str]:
     }
 
 
-async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Settings) -> None:
+@dataclass(frozen=True)
+class Served:
+    """A server exporting to the receiver, and a person signed in on it."""
+
+    receiver: OtlpReceiver
+    base_url: str
+    person: str
+    headers: dict[str, str]
+
+
+@pytest.fixture
+def served(settings: Settings, tmp_path: Path) -> Iterator[Served]:
     with otlp_receiver() as receiver:
-        with serve_subprocess(_env(settings, receiver)) as base_url:
-            async with httpx.AsyncClient(timeout=30) as client:
-                signed_in = await client.post(f"{base_url}/v1/auth/local", json={"name": "Budi"})
-                token = signed_in.json()["token"]
-            url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
-            # The call doors are built after /readyz and the handshake waits for them (web/doors.py).
-            headers = {"Authorization": f"Bearer {token}"}
-            async with connect(url, additional_headers=headers, max_size=2**20, open_timeout=60) as ws:
-                await ws.send(json.dumps(START))
-                ready = json.loads(await ws.recv())
-                assert ready["type"] == "ready", ready
-                heard = Heard()
-                listener = asyncio.create_task(listen(ws, heard))
-                await say(ws, "turn on the bedroom light")
-                await wait_for(
-                    heard, lambda h: any("light" in c["text"].lower() for c in h.of("transcript", "assistant"))
-                )
-                await wait_quiet(heard)
-                listener.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                    await listener
-            spans = await _received(receiver, lambda received: bool(_voice_trace(received)))
+        with serve_subprocess(_env(settings, receiver), log_path=tmp_path / "server.log") as base_url:
+            signed_in = httpx.post(f"{base_url}/v1/auth/local", json={"name": "Budi"}, timeout=30)
+            token = signed_in.json()["token"]
+            yield Served(receiver, base_url, signed_in.json()["user"]["id"], {"Authorization": f"Bearer {token}"})
+
+
+@contextlib.asynccontextmanager
+async def _call(served: Served) -> AsyncIterator[tuple[ClientConnection, dict[str, Any], Heard]]:
+    """A speaker call on the server: its socket, its `ready` message and what it hears,
+    recorded until the block ends."""
+    url = served.base_url.replace("http://", "ws://") + "/v1/voice/speaker"
+    # The call doors are built after /readyz and the handshake waits for them (web/doors.py).
+    async with connect(url, additional_headers=served.headers, max_size=2**20, open_timeout=60) as ws:
+        await ws.send(json.dumps(START))
+        ready = json.loads(await ws.recv())
+        assert ready["type"] == "ready", ready
+        heard = Heard()
+        listener = asyncio.create_task(listen(ws, heard))
+        try:
+            yield ws, ready, heard
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                await listener
+
+
+async def test_a_spoken_request_reaches_a_collector_as_one_trace(served: Served) -> None:
+    async with _call(served) as (ws, ready, heard):
+        await say(ws, "turn on the bedroom light")
+        await wait_for(heard, lambda h: any("light" in c["text"].lower() for c in h.of("transcript", "assistant")))
+        await wait_quiet(heard)
+    spans = await _received(served.receiver, lambda received: bool(_voice_trace(received)))
 
     in_trace = _voice_trace(spans)
     by_id = {s.span_id: s for s in in_trace}
@@ -98,7 +122,7 @@ async def test_a_spoken_request_reaches_a_collector_as_one_trace(settings: Setti
     assert root.parent_id is None
     assert root.attributes["avagenc.call"] == ready["call_id"]
     assert root.attributes["avagenc.channel"] == "voice"
-    assert root.attributes["avagenc.person"] == signed_in.json()["user"]["id"]
+    assert root.attributes["avagenc.person"] == served.person
     assert isinstance(root.attributes["avagenc.sentences"], int) and root.attributes["avagenc.sentences"] >= 2
     assert all(parent(s) is not None for s in in_trace if s is not root), "every other span hangs off the root"
 
@@ -148,43 +172,26 @@ def _wake_trace(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
     return []
 
 
-async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
-    settings: Settings, tmp_path: Path
-) -> None:
-    with otlp_receiver() as receiver:
-        with serve_subprocess(_env(settings, receiver), log_path=tmp_path / "server.log") as base_url:
-            async with httpx.AsyncClient(timeout=30) as client:
-                signed_in = await client.post(f"{base_url}/v1/auth/local", json={"name": "Budi"})
-                token = signed_in.json()["token"]
-                headers = {"Authorization": f"Bearer {token}"}
-                url = base_url.replace("http://", "ws://") + "/v1/voice/speaker"
-                async with connect(url, additional_headers=headers, max_size=2**20, open_timeout=60) as ws:
-                    await ws.send(json.dumps(START))
-                    ready = json.loads(await ws.recv())
-                    assert ready["type"] == "ready", ready
-                    heard = Heard()
-                    listener = asyncio.create_task(listen(ws, heard))
-                    # Asked for in the text door while the call is live: due in 2 s, said on the call.
-                    asked = await client.post(
-                        f"{base_url}/v1/messages",
-                        json={"text": "remind me in 2 seconds to stretch my legs"},
-                        headers=headers,
-                    )
-                    assert asked.status_code == 200, asked.text
-                    # Generous: the note waits 2 s, then the process's first sentence loads the voice.
-                    await wait_for(
-                        heard,
-                        lambda h: any("stretch" in c["text"].lower() for c in h.of("transcript", "assistant")),
-                        timeout_s=90,
-                    )
-                    await wait_quiet(heard)
-                    listener.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                        await listener
-                reminders = (await client.get(f"{base_url}/v1/reminders", headers=headers)).json()
-                spans = await _received(receiver, lambda received: bool(_wake_trace(received)))
-                # The charge's span has ended: what it billed is on /metrics, by channel.
-                scraped = (await client.get(f"{base_url}/metrics")).text
+async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(served: Served) -> None:
+    base_url, headers = served.base_url, served.headers
+    async with httpx.AsyncClient(timeout=30) as client:
+        async with _call(served) as (_, ready, heard):
+            # Asked for in the text door while the call is live: due in 2 s, said on the call.
+            asked = await client.post(
+                f"{base_url}/v1/messages", json={"text": "remind me in 2 seconds to stretch my legs"}, headers=headers
+            )
+            assert asked.status_code == 200, asked.text
+            # Generous: the note waits 2 s, then the process's first sentence loads the voice.
+            await wait_for(
+                heard,
+                lambda h: any("stretch" in c["text"].lower() for c in h.of("transcript", "assistant")),
+                timeout_s=90,
+            )
+            await wait_quiet(heard)
+        reminders = (await client.get(f"{base_url}/v1/reminders", headers=headers)).json()
+        spans = await _received(served.receiver, lambda received: bool(_wake_trace(received)))
+        # The charge's span has ended: what it billed is on /metrics, by channel.
+        scraped = (await client.get(f"{base_url}/metrics")).text
 
     (note,) = reminders["past"]
     in_trace = _wake_trace(spans)
@@ -198,7 +205,7 @@ async def test_a_note_said_on_a_call_reaches_a_collector_as_a_trace_of_its_own(
         assert len(found) == 1, (name, [s.name for s in in_trace])
         return found[0]
 
-    person = signed_in.json()["user"]["id"]
+    person = served.person
     root = one("wake")
     assert root.parent_id is None
     assert root.attributes["avagenc.note"] == note["id"]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,23 +49,32 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_subprocess(env: dict[str, str], *, log_path: Path | None = None) -> Iterator[str]:
+def serve_subprocess(
+    env: dict[str, str],
+    *,
+    log_path: Path | None = None,
+    command: Sequence[str] | None = None,
+    cwd: Path | None = None,
+    ready_s: float = 30,
+) -> Iterator[str]:
     """Run `avagenc serve` as its own OS process; yields the base URL once it is healthy.
-    Its log (standard error) goes to `log_path` when one is given, for the test to read."""
+    Its log (standard error) goes to `log_path` when one is given, for the test to read.
+    `command` runs another program in its place (an installed `avagenc`), in `cwd`."""
     port = free_port()
     # A file, not a pipe: a chatty server can never block on a full pipe.
     log = (  # closed in the finally below, after the process
         log_path.open("w+b") if log_path is not None else tempfile.TemporaryFile()  # noqa: SIM115
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--port", str(port)],
+        [*(command or (sys.executable, "-m", "cli")), "serve", "--port", str(port)],
         env={**os.environ, **env},
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + ready_s
         while True:
             if process.poll() is not None:
                 log.seek(0)

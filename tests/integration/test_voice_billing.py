@@ -1,14 +1,23 @@
 """Voice usage on the ledger: its own price rows, exact integer arithmetic, one charge
-per slice however often it is written, and counted in the day's usage."""
+per slice however often it is written, counted in the day's usage, and a slice the
+database missed charged by the sweep."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import asyncpg
+import pytest
 
-from ledger import PostgresLedger, VoicePriceBook, VoiceUsage, charge_voice_usage, user_account
+from chat import Wallet
+from chat.memory import MemoryEvents
+from chat.runs import Runs
+from ledger import PostgresLedger, PriceBook, VoicePriceBook, VoiceUsage, charge_voice_usage, user_account
 
 
 async def test_a_call_slice_is_charged_once_at_its_price_rows(pool: asyncpg.Pool) -> None:
@@ -40,3 +49,71 @@ async def test_an_engine_can_get_its_own_newer_price(pool: asyncpg.Pool) -> None
     assert (await prices.price_for("tts", "espeak-ng", datetime(2026, 6, 1, tzinfo=UTC))).per_million_units_idr == 0
     assert (await prices.price_for("tts", "espeak-ng", datetime(2025, 6, 1, tzinfo=UTC))).engine == "*"
     assert (await prices.price_for("tts", "other", datetime(2026, 6, 1, tzinfo=UTC))).engine == "*"
+
+
+# What a charge meets with the database away: which one depends on when the client notices
+# its connection was cut (a refused connect, a closed one, or a cut mid-query).
+_AWAY = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
+
+
+@contextlib.asynccontextmanager
+async def _database_away(admin_url: str, database_url: str) -> AsyncIterator[None]:
+    """The database refuses every connection and its open ones are cut, for the block."""
+    name = urlsplit(database_url).path.lstrip("/")
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
+        try:
+            yield
+        finally:
+            await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    finally:
+        await admin.close()
+
+
+async def test_a_slice_the_database_missed_is_charged_once_by_the_sweep(
+    pool: asyncpg.Pool, database_url: str, pg_admin_url: str
+) -> None:
+    """The database goes away as a call's slice ends: the charge fails, the wallet keeps the
+    slice, and the sweep (chat.recovery, `settle_outbox`) charges it once, at its own time's
+    price; a second sweep and the slice written again charge nothing more."""
+    wallet = Wallet(
+        ledger=PostgresLedger(pool),
+        prices=PriceBook(pool),
+        runs=Runs(pool),
+        events=MemoryEvents(),
+        signup_grant_micros=0,
+        voice_prices=VoicePriceBook(pool),
+    )
+    usage = VoiceUsage(stt_engine="whisper-tiny.en", stt_ms=1_000, tts_engine="espeak-ng", tts_characters=20)
+
+    async def charge(slice_index: int) -> int:
+        return await wallet.charge_voice(
+            person_id="usr_w", call_id="call_9", slice_index=slice_index, channel="voice", usage=usage
+        )
+
+    first = await charge(1)
+    async with _database_away(pg_admin_url, database_url):
+        with pytest.raises(_AWAY):
+            await charge(2)
+        assert wallet.voice_unsettled == 1
+        with pytest.raises(_AWAY):
+            await wallet.settle_outbox()  # a sweep's pass while it is still away
+        assert wallet.voice_unsettled == 1
+    # The next passes (every SWEEP_INTERVAL_S), the database back: once the pool has new
+    # connections, the slice is charged, and only once.
+    settled = 0
+    for _ in range(5):
+        with contextlib.suppress(*_AWAY):
+            settled += await wallet.settle_outbox()
+        if not wallet.voice_unsettled:
+            break
+        await asyncio.sleep(0.1)
+    assert settled == 1
+    assert wallet.voice_unsettled == 0 and await wallet.settle_outbox() == 0
+    assert await charge(2) == first  # written again (the call's own retry): replayed, not charged
+    refs = await pool.fetch("SELECT ref FROM transactions WHERE ref LIKE 'voice:call_9:%' ORDER BY ref")
+    assert [r["ref"] for r in refs] == ["voice:call_9:1", "voice:call_9:2"]
+    assert await wallet.balance_micros("usr_w") == -2 * first
+    assert (await PostgresLedger(pool).verify()).ok
