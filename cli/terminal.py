@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import getpass
 import json
 import os
@@ -107,6 +108,11 @@ async def run_terminal(
         _say(out, f"! Unknown time zone: {zone!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
         return 1
     headers = {"time-zone": zone} if zone is not None else {}
+    editing = source is sys.stdin and source.isatty()
+    if editing:
+        # prompt_toolkit is the largest import of the client: it loads on a thread while the
+        # server signs the person in, so the prompt does not wait for both one after the other.
+        threading.Thread(target=_load_line_editing, name="avagenc-load", daemon=True).start()
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TIMEOUT, transport=transport) as client:
         token = await _sign_in(client, name=name or _login_name(), out=out)
         if token is None:
@@ -158,12 +164,18 @@ def _zone_key(text: str) -> str | None:
     # Some systems link to the posix/ or right/ copies of the database.
     key = key.removeprefix("posix/").removeprefix("right/")
     # The server's rule (chat/zones.py): only names tzdata lists, never a folder or a path.
-    if len(key) > 64 or key not in available_timezones():
+    if len(key) > 64 or key not in _zone_names():
         return None
     try:
         return ZoneInfo(key).key
     except (ZoneInfoNotFoundError, ValueError, OSError):
         return None
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """tzdata's names, read once: the listing walks the zone files, and the start asks twice."""
+    return frozenset(available_timezones())
 
 
 def _login_name() -> str:
@@ -233,6 +245,11 @@ class TypedHistory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as file:
                 file.write(line.replace("\n", " ") + "\n")
+
+
+def _load_line_editing() -> None:
+    with contextlib.suppress(ImportError):  # then the prompt's own import says what is missing
+        import prompt_toolkit.shortcuts  # noqa: F401
 
 
 @contextlib.contextmanager
