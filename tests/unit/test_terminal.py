@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from cli.status import rupiah
-from cli.terminal import local_time_zone, run_terminal
+from cli.terminal import TYPED_HISTORY_MAX, TypedHistory, local_time_zone, run_terminal
 
 # A hung read must fail the test, not stall the run.
 pytestmark = pytest.mark.timeout(10)
@@ -427,3 +427,18 @@ def _localtime_link(root: Path, key: str) -> Path:
     link = root / f"localtime-{key.replace('/', '-')}"
     link.symlink_to(target)
     return link
+
+
+def test_typed_history_keeps_the_newest_lines_and_cuts_the_file_back(tmp_path: Path) -> None:
+    path = tmp_path / "avagenc" / "chat_history"
+    typed = TypedHistory(path)
+    for n in range(2 * TYPED_HISTORY_MAX + 1):
+        typed.add(f"line {n}")
+
+    lines = typed.load()
+
+    assert len(lines) == TYPED_HISTORY_MAX
+    assert lines[-1] == f"line {2 * TYPED_HISTORY_MAX}"  # oldest first, the newest last
+    assert path.read_text().splitlines() == lines  # the file was cut back to them
+    typed.add("two\nlines")  # a pasted newline never splits an entry
+    assert typed.load()[-1] == "two lines"
