@@ -26,6 +26,8 @@ FRAME_S = 0.02
 TRAILING_SILENCE_S = 1.0
 # A file is said once; what is heard back is kept up to this long (then no more is kept).
 RECORDED_MAX_S = 300
+# At the end of a call, how long the speaker gets to play what it still holds.
+PLAYED_OUT_S = 10.0
 SOUND_CARDS = Path("/dev/snd")
 NO_MICROPHONE = "no microphone here — /call needs a sound input device"
 
@@ -140,8 +142,14 @@ class DeviceSound:
         self._player = None
 
     async def close(self) -> None:
+        """The microphone stops at once; the speaker first says what it holds (a goodbye)."""
         await _stop(self._recorder)
-        await _stop(self._player)
+        player = self._player
+        if player is not None and player.stdin is not None and player.returncode is None:
+            player.stdin.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(player.wait(), PLAYED_OUT_S)
+        await _stop(player)
 
 
 async def _pcm_process(program: str, *, recording: bool) -> asyncio.subprocess.Process:
