@@ -31,14 +31,13 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from telemetry import LogFormat, configure_logging
-
 if TYPE_CHECKING:
     # Each verb imports what it builds when it runs: `avagenc chat`, a plain HTTP client,
     # starts in a fraction of a second instead of loading the server (docs/http.md#terminal-client).
     from agents import Model
     from scenarios import SuiteResult
     from settings import Settings
+    from telemetry import LogFormat
 
 log = logging.getLogger("avagenc")
 
@@ -288,11 +287,19 @@ def _parser() -> argparse.ArgumentParser:
 def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
     """The server narrates at INFO; every other verb prints its own result and only warnings.
     Lines are plain text with their fields, or one JSON object each (LOG_FORMAT=json)."""
+    # Imported here: `avagenc chat --url` starts without the metrics and traces packages.
+    from telemetry import configure_logging
+
     # The command owns the process: its choice, whatever configured logging before.
     configure_logging(level=logging.INFO if verb == "serve" else logging.WARNING, form=form, quiet=_QUIET_LOGGERS)
 
 
 def _chat(url: str, args: argparse.Namespace) -> int:
+    if "httpx" not in sys.modules:
+        # httpx loads its own command line (httpx._main) when it can, and with it click and
+        # rich: a third of the client's start (docs/http.md#terminal-client). A None entry makes
+        # that import fail, and httpx then keeps a stub `main`, which the chat never calls.
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
     from cli.terminal import run_terminal
 
     try:
@@ -321,10 +328,12 @@ def _settings(overrides: dict[str, Any]) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    _configure_logging(args.verb)
     if args.verb == "chat" and args.url:
-        # A client given its server reads no setting: it starts without loading pydantic.
+        # A client given its server reads no setting: it starts without loading pydantic, and
+        # shows warnings and worse only, without loading telemetry's metrics and traces.
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", force=True)
         sys.exit(_chat(args.url, args))
+    _configure_logging(args.verb)
     overrides: dict[str, Any] = {}
     if getattr(args, "host", None):
         overrides["host"] = args.host

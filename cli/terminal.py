@@ -6,8 +6,10 @@ second client that keeps it honest: this module speaks only HTTP, so what it sho
 client would get. From the rest of the code it borrows just the agents' names and the server's
 own time-zone rule (restated here), so the client never sends a zone the server would refuse.
 It imports nothing of the server (the team comes from `GET /v1/agents`), so it starts at once.
-At a terminal, lines are read with GNU readline: arrow keys edit and recall, history is kept
-across runs (`$XDG_STATE_HOME/avagenc/chat_history`), and Tab completes an `@` name.
+At a terminal, lines are read with prompt_toolkit: arrow keys edit and recall, history is kept
+across runs (`$XDG_STATE_HOME/avagenc/chat_history`), Tab completes an `@` name or a command,
+and the bottom line shows the wallet and whether live events flow (cli/status.py). `/call`
+talks to Ava through the speaker door (cli/call.py).
 
 What is written elsewhere appears as it is written: the client follows `GET /v1/events`
 and prints each new message of the thread (a line sent from the web app, a call's words,
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import getpass
 import json
 import os
@@ -36,12 +39,17 @@ import sys
 import threading
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import httpx
+
+from cli.status import Status
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
 
 HUMAN = "human"
 HISTORY_LIMIT = 20
@@ -61,14 +69,25 @@ EVENTS_TIMEOUT = httpx.Timeout(10.0, read=120.0)
 EVENTS_OPEN_WAIT_S = 1.0
 # Messages remembered as shown, so none is printed twice (older ones never come again).
 SHOWN_MAX = 1000
+# Leaving the chat during a call: how long the call gets to hang up.
+CALL_END_S = 3.0
+
+
+COMMANDS = {
+    "/help": "show this",
+    "/call": "talk with Ava through this machine's microphone and speaker",
+    "/hangup": "end the call",
+    "/quit": "leave (Ctrl-D and Ctrl-C do the same)",
+}
 
 
 def help_text(team: Mapping[str, str]) -> str:
     """The commands, and the specialists a person can tag (the room's roster, from the server)."""
     tags = ", ".join(f"@{name}" for name in team if name != "ava") or "@name"
+    commands = "".join(f"  {command:<8}{what}\n" for command, what in COMMANDS.items())
     return (
-        "Commands:\n  /help   show this\n  /quit   leave (end of input does the same)\n"
-        f"Anything else goes to the group: Ava answers, or {tags} to ask one of them directly."
+        f"Commands:\n{commands}"
+        f"Anything else goes to the group: Ava answers, or {tags} to ask one of them directly (Tab completes)."
     )
 
 
@@ -89,24 +108,33 @@ async def run_terminal(
         _say(out, f"! Unknown time zone: {zone!r} is not an IANA time zone name (e.g. Asia/Jakarta).")
         return 1
     headers = {"time-zone": zone} if zone is not None else {}
+    editing = source is sys.stdin and source.isatty()
+    if editing:
+        # prompt_toolkit is the largest import of the client: it loads on a thread while the
+        # server signs the person in, so the prompt does not wait for both one after the other.
+        threading.Thread(target=_load_line_editing, name="avagenc-load", daemon=True).start()
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TIMEOUT, transport=transport) as client:
         token = await _sign_in(client, name=name or _login_name(), out=out)
         if token is None:
             return 1
         client.headers["Authorization"] = f"Bearer {token}"
         team = await _team(client)
-        with _line_editing(source, team) as editing:
-            screen = Screen(out, team, editing=editing)
+        status = Status()
+        with _line_editing(source, team, status) as session:
+            screen = Screen(out, team, session=session)
             # Live events open before the history is read, so nothing written in between is
             # missed (a message in both is shown once); the prompt waits a moment for them.
             opened = asyncio.Event()
-            following = asyncio.create_task(_follow(client, screen, opened), name="avagenc-events")
+            following = asyncio.create_task(_follow(client, screen, opened, status), name="avagenc-events")
+            calls = Calls(client, screen, status, token=token, time_zone=zone)
             try:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(opened.wait(), EVENTS_OPEN_WAIT_S)
                 await _show_history(client, screen)
-                return await _converse(client, source, screen)
+                await _read_wallet(client, status)
+                return await _converse(client, source, screen, status, calls)
             finally:
+                await calls.end()
                 following.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await following
@@ -136,12 +164,18 @@ def _zone_key(text: str) -> str | None:
     # Some systems link to the posix/ or right/ copies of the database.
     key = key.removeprefix("posix/").removeprefix("right/")
     # The server's rule (chat/zones.py): only names tzdata lists, never a folder or a path.
-    if len(key) > 64 or key not in available_timezones():
+    if len(key) > 64 or key not in _zone_names():
         return None
     try:
         return ZoneInfo(key).key
     except (ZoneInfoNotFoundError, ValueError, OSError):
         return None
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """tzdata's names, read once: the listing walks the zone files, and the start asks twice."""
+    return frozenset(available_timezones())
 
 
 def _login_name() -> str:
@@ -185,37 +219,81 @@ def history_file(environ: Mapping[str, str] | None = None) -> Path:
     return Path(state) / "avagenc" / "chat_history"
 
 
-@contextlib.contextmanager
-def _line_editing(source: TextIO, team: Mapping[str, str]) -> Iterator[bool]:
-    """GNU readline on a terminal's standard input (editing, history, `@` completion);
-    nothing for a pipe or a file. History is saved on the way out, however the chat ends."""
-    if source is not sys.stdin or not source.isatty():
-        yield False
-        return
-    try:
-        import readline
-    except ImportError:  # a Python built without it: plain lines
-        yield False
-        return
-    path = history_file()
-    with contextlib.suppress(OSError):
-        readline.read_history_file(path)
-    readline.set_history_length(TYPED_HISTORY_MAX)
-    names = [f"@{name}" for name in team]
+class TypedHistory:
+    """The lines typed at the prompt, one per line of a file (the format GNU readline kept, so
+    an older client's history carries over), the newest TYPED_HISTORY_MAX of them: the file is
+    cut back to that whenever it has grown to twice as many."""
 
-    def complete(text: str, state: int) -> str | None:
-        found = [n for n in names if n.startswith(text)] if text.startswith("@") else []
-        return found[state] + " " if state < len(found) else None
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
-    readline.set_completer_delims(" \t\n")
-    readline.set_completer(complete)
-    readline.parse_and_bind("tab: complete")
-    try:
-        yield True
-    finally:
+    def load(self) -> list[str]:
+        """Oldest first."""
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return []
+        lines = [line for line in lines if line.strip()]
+        if len(lines) > 2 * TYPED_HISTORY_MAX:
+            lines = lines[-TYPED_HISTORY_MAX:]
+            with contextlib.suppress(OSError):
+                self.path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        return lines[-TYPED_HISTORY_MAX:]
+
+    def add(self, line: str) -> None:
         with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            readline.write_history_file(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as file:
+                file.write(line.replace("\n", " ") + "\n")
+
+
+def _load_line_editing() -> None:
+    with contextlib.suppress(ImportError):  # then the prompt's own import says what is missing
+        import prompt_toolkit.shortcuts  # noqa: F401
+
+
+@contextlib.contextmanager
+def _line_editing(source: TextIO, team: Mapping[str, str], status: Status) -> Iterator[PromptSession[str] | None]:
+    """A prompt_toolkit prompt on a terminal's standard input (editing, history, completion,
+    the status line); None for a pipe or a file, which are read line by line."""
+    if source is not sys.stdin or not source.isatty():
+        yield None
+        return
+    # Imported here: a pipe never pays for it, and the first prompt does not wait on the server.
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.history import History
+
+    typed = TypedHistory(history_file())
+
+    class Lines(History):
+        def load_history_strings(self) -> Iterable[str]:
+            return reversed(typed.load())  # newest first, as prompt_toolkit reads them
+
+        def store_string(self, string: str) -> None:
+            typed.add(string)
+
+    class Names(Completer):
+        """`@` names of the team anywhere in the line; commands at its start."""
+
+        def get_completions(self, document: Document, complete_event: object) -> Iterator[Completion]:
+            word = document.get_word_before_cursor(WORD=True)
+            if word.startswith("@"):
+                for name, display in team.items():
+                    if name.startswith(word[1:].lower()):
+                        yield Completion(f"@{name} ", -len(word), display=f"@{name}", display_meta=display)
+            elif word.startswith("/") and document.text_before_cursor == word:
+                for command, what in COMMANDS.items():
+                    if command.startswith(word.lower()):
+                        yield Completion(command, -len(word), display_meta=what)
+
+    session: PromptSession[str] = PromptSession(
+        PROMPT, history=Lines(), completer=Names(), complete_while_typing=False, bottom_toolbar=status.line
+    )
+    # The bottom line is drawn again when what it says changes (a wallet event), not on a timer.
+    status.changed = session.app.invalidate
+    yield session
 
 
 async def _show_history(client: httpx.AsyncClient, screen: Screen) -> None:
@@ -237,23 +315,21 @@ async def _show_history(client: httpx.AsyncClient, screen: Screen) -> None:
 class Screen:
     """Where the chat's lines go, printed once each, and never through the line being typed."""
 
-    def __init__(self, out: TextIO, team: Mapping[str, str], *, editing: bool = False) -> None:
+    def __init__(self, out: TextIO, team: Mapping[str, str], *, session: PromptSession[str] | None = None) -> None:
         self.out = out
         self.team = team
-        self.editing = editing
-        # The prompt on screen while the person types at it (None: nobody is typing).
-        self.prompt: str | None = None
+        self.session = session
         self._shown: dict[str, None] = {}  # message ids, oldest first
         self._own: Counter[str] = Counter()  # lines sent from here whose message has not come back
 
     def say(self, text: str) -> None:
-        if self.prompt is None:
+        if self.session is None:
             _say(self.out, text)
             return
-        # Over the line being typed: clear it, print, and draw the prompt and what was typed again.
-        typed = _typed_so_far() if self.editing else ""
-        self.out.write(f"\r\x1b[K{text}\n{self.prompt}{typed}")
-        self.out.flush()
+        from prompt_toolkit import print_formatted_text
+
+        # Above the prompt while one is up (prompt_toolkit draws it again, with what was typed).
+        print_formatted_text(text, output=self.session.output)
 
     def sent(self, text: str) -> None:
         """A line the person typed here: its message is on the screen already."""
@@ -273,23 +349,14 @@ class Screen:
         self.say(_message_line(message, self.team))
 
 
-def _typed_so_far() -> str:
-    import readline  # loaded already: the screen is only editing when readline is
-
-    return readline.get_line_buffer()
-
-
-async def _converse(client: httpx.AsyncClient, source: TextIO, screen: Screen) -> int:
-    prompt = PROMPT if source.isatty() else ""
+async def _converse(client: httpx.AsyncClient, source: TextIO, screen: Screen, status: Status, calls: Calls) -> int:
+    # A terminal that is not this process's own standard input (a test's) gets a plain prompt.
+    prompt = PROMPT if screen.session is None and source.isatty() else ""
     while True:
-        if prompt and not screen.editing:
+        if prompt:
             screen.out.write(prompt)
             screen.out.flush()
-        screen.prompt = prompt or None
-        try:
-            line = await _read_line(source, prompt=prompt if screen.editing else None)
-        finally:
-            screen.prompt = None
+        line = await _read_line(source, screen.session)
         if not line:  # end of input
             return 0
         text = line.strip()
@@ -299,15 +366,97 @@ async def _converse(client: httpx.AsyncClient, source: TextIO, screen: Screen) -
             return 0
         if text == "/help":
             screen.say(help_text(screen.team))
-            continue
-        await _send(client, text, screen)
+        elif text == "/call":
+            calls.start()
+        elif text == "/hangup":
+            calls.hang_up()
+        else:
+            await _send(client, text, screen)
+            if status.live is not True:  # the charge's event may not come: read the balance
+                await _read_wallet(client, status)
 
 
-async def _follow(client: httpx.AsyncClient, screen: Screen, opened: asyncio.Event) -> None:
-    """Show each message written to the thread from now on, wherever it was written, until
-    cancelled; a lost stream is opened again where it left off. A refusal (too many streams)
-    is said once and ends following (a server without live events, silently): the chat goes
-    on without it."""
+class Calls:
+    """The person's one call from this terminal (cli/call.py), held beside the chat: lines can
+    still be typed while it runs, and its words reach the screen as the thread's messages."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, screen: Screen, status: Status, *, token: str, time_zone: str | None
+    ) -> None:
+        self.client = client
+        self.screen = screen
+        self.status = status
+        self.token = token
+        self.time_zone = time_zone
+        self._task: asyncio.Task[None] | None = None
+        self._hang_up = asyncio.Event()
+
+    def start(self) -> None:
+        from cli.sound import NoSound, open_sound
+
+        if self._task is not None and not self._task.done():
+            self.screen.say("(a call is on already: /hangup ends it)")
+            return
+        try:
+            sound = open_sound(os.environ)
+        except NoSound as exc:
+            self.screen.say(f"! {exc}")
+            return
+        self._hang_up = asyncio.Event()
+        self._task = asyncio.create_task(self._hold(sound), name="avagenc-call")
+
+    def hang_up(self) -> None:
+        if self._task is None or self._task.done():
+            self.screen.say("(no call is on: /call starts one)")
+            return
+        self._hang_up.set()
+
+    async def end(self) -> None:
+        """Leaving the chat hangs up a call that is on."""
+        if self._task is not None and not self._task.done():
+            self._hang_up.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait({self._task}, timeout=CALL_END_S)
+            self._task.cancel()
+
+    async def _hold(self, sound: Any) -> None:
+        from cli.call import call
+
+        self.status.calling(True)
+        try:
+            await call(
+                url=str(self.client.base_url),
+                token=self.token,
+                time_zone=self.time_zone,
+                sound=sound,
+                say=self.screen.say,
+                hang_up=self._hang_up,
+            )
+        finally:
+            self.status.calling(False)
+        await _read_wallet(self.client, self.status)  # the call's speech is charged as it ends
+
+
+def _wallet_event(data: Any) -> int | None:
+    if isinstance(data, dict) and isinstance(data.get("balance_micros"), int):
+        return int(data["balance_micros"])
+    return None
+
+
+async def _read_wallet(client: httpx.AsyncClient, status: Status) -> None:
+    """The balance for the status line (`GET /v1/wallet`); a server that will not say leaves it."""
+    with contextlib.suppress(httpx.TransportError, ValueError):
+        response = await client.get("/v1/wallet")
+        balance = _wallet_event(response.json()) if response.is_success else None
+        if balance is not None:
+            status.balance(balance)
+
+
+async def _follow(client: httpx.AsyncClient, screen: Screen, opened: asyncio.Event, status: Status) -> None:
+    """Show each message written to the thread from now on, wherever it was written, and each
+    new balance, until cancelled; a lost stream is opened again where it left off (the status
+    line says "offline" meanwhile). A refusal (too many streams) is said once and ends following
+    (a server without live events, silently): the chat goes on without it."""
     last_id: str | None = None
     while True:
         headers = {"Last-Event-ID": last_id} if last_id is not None else {}
@@ -316,15 +465,20 @@ async def _follow(client: httpx.AsyncClient, screen: Screen, opened: asyncio.Eve
                 opened.set()
                 if response.is_error:
                     await response.aread()
+                    status.streaming(None)
                     if response.status_code != 404:  # a server with no live events: nothing to say
                         screen.say(f"{_problem_line(response)} (messages from elsewhere will not show here)")
                     return
+                status.streaming(True)
                 async for event_id, kind, data in _server_events(response):
                     last_id = event_id or last_id
                     if kind == "message" and isinstance(data, dict):
                         screen.message(data)
+                    elif kind == "wallet.changed" and (balance := _wallet_event(data)) is not None:
+                        status.balance(balance)
         except httpx.TransportError:
             opened.set()  # no server to wait for
+        status.streaming(False)
         await asyncio.sleep(RECONNECT_S)
 
 
@@ -343,11 +497,21 @@ async def _server_events(response: httpx.Response) -> AsyncIterator[tuple[str | 
         fields = {}
 
 
-async def _read_line(source: TextIO, *, prompt: str | None = None) -> str:
-    """The next line, read on a daemon thread so the event loop (and Ctrl-C) is not blocked.
+async def _read_line(source: TextIO, session: PromptSession[str] | None) -> str:
+    """The next line with its newline; "" at the end of input (Ctrl-D, Ctrl-C at a terminal)."""
+    if session is not None:
+        try:
+            return await session.prompt_async() + "\n"
+        except (EOFError, KeyboardInterrupt):
+            return ""
+    return await _next_line(source)
+
+
+async def _next_line(source: TextIO) -> str:
+    """A line of a pipe or file, read on a daemon thread so the event loop is not blocked.
 
     Not `asyncio.to_thread`: at exit, asyncio.run waits for its executor's threads, and a
-    thread stuck in readline would hold the process open until the person pressed Enter.
+    thread stuck reading would hold the process open until more input came.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str] = loop.create_future()
@@ -357,14 +521,7 @@ async def _read_line(source: TextIO, *, prompt: str | None = None) -> str:
             future.set_result(line)
 
     def read() -> None:
-        if prompt is None:
-            line = source.readline()
-        else:
-            # readline draws the prompt and edits the line; EOF (Ctrl-D) ends the chat.
-            try:
-                line = input(prompt) + "\n"
-            except EOFError:
-                line = ""
+        line = source.readline()
         with contextlib.suppress(RuntimeError):  # the loop closed while we waited
             loop.call_soon_threadsafe(deliver, line)
 
@@ -413,8 +570,22 @@ def _failed_runs(turn: Mapping[str, Any], team: Mapping[str, str]) -> list[str]:
 
 def _message_line(message: Mapping[str, Any], team: Mapping[str, str]) -> str:
     author = message["author"]
+    text = str(message["text"])
+    if author == "ava" and (handoff := _handoff(text, team)) is not None:
+        return handoff
     who = "you" if author == HUMAN else _display_name(author, team)
-    return f"{who}> {message['text']}"
+    return f"{who}> {text}"
+
+
+def _handoff(text: str, team: Mapping[str, str]) -> str | None:
+    """Ava's handoff ("@zee", maybe with a short phrase: docs/agents.md#handoff) as "Ava → Zee",
+    or None when the message is not one."""
+    tag, _, rest = text.partition(" ")
+    name = tag.removeprefix("@").lower()
+    if not tag.startswith("@") or name == "ava" or (team and name not in team):
+        return None
+    who = _display_name(name, team)
+    return f"Ava → {who}: {rest.strip()}" if rest.strip() else f"Ava → {who}"
 
 
 def _display_name(author: str, team: Mapping[str, str]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from cli.terminal import local_time_zone, run_terminal
+from cli.status import rupiah
+from cli.terminal import TYPED_HISTORY_MAX, TypedHistory, local_time_zone, run_terminal
 
 # A hung read must fail the test, not stall the run.
 pytestmark = pytest.mark.timeout(10)
@@ -162,7 +164,17 @@ async def test_a_handoff_prints_every_agent_message_in_order() -> None:
 
     _, output = await chat(server, "light please\n")
 
-    assert output.splitlines()[1:] == ["Ava> @zee", "Zee> The bedroom light is on."]
+    # Ava's bare handoff tag reads as who she handed to (docs/agents.md#handoff).
+    assert output.splitlines()[1:] == ["Ava → Zee", "Zee> The bedroom light is on."]
+
+
+async def test_a_handoff_with_a_phrase_keeps_it_and_a_mention_in_a_reply_is_not_one() -> None:
+    answer = Answer(messages=[("ava", "@rafal only the unread ones"), ("ava", "Ask @zee, not me.")])
+    server = FakeServer(answers={"mail": answer})
+
+    _, output = await chat(server, "mail\n")
+
+    assert output.splitlines()[1:] == ["Ava → Rafal: only the unread ones", "Ava> Ask @zee, not me."]
 
 
 async def test_a_failed_run_shows_its_detail() -> None:
@@ -256,9 +268,57 @@ async def test_help_lists_the_commands_without_sending() -> None:
 
     _, output = await chat(server, "/help\n")
 
-    assert "/quit" in output
-    assert "/help" in output
+    assert all(command in output for command in ("/help", "/call", "/hangup", "/quit")), output
     assert server.client_ids == []
+
+
+async def test_call_without_a_microphone_says_so_in_one_line_and_the_chat_goes_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("AVAGENC_CALL_INPUT", raising=False)
+    monkeypatch.setattr("cli.sound.SOUND_CARDS", tmp_path)  # a machine with no sound device
+    server = FakeServer(answers={"hi": Answer(messages=[("ava", "Hello!")])})
+
+    code, output = await chat(server, "/call\n/hangup\nhi\n")
+
+    assert code == 0
+    assert output.splitlines()[1:] == [
+        "! no microphone here — /call needs a sound input device",
+        "(no call is on: /call starts one)",
+        "Ava> Hello!",
+    ]
+    assert server.human_lines() == ["hi"]
+
+
+async def test_call_from_a_file_that_is_not_speech_pcm_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stereo = tmp_path / "stereo.wav"
+    with wave.open(str(stereo), "wb") as wav:
+        wav.setnchannels(2)
+        wav.setsampwidth(2)
+        wav.setframerate(16000)
+        wav.writeframes(b"\x00" * 640)
+    monkeypatch.setenv("AVAGENC_CALL_INPUT", str(stereo))
+
+    _, output = await chat(FakeServer(), "/call\n")
+
+    assert output.splitlines()[1:] == [f"! {stereo} must be 16-bit mono PCM at 8000, 16000, 24000, 48000 Hz"]
+
+
+@pytest.mark.parametrize(
+    ("micros", "shown"),
+    [
+        (0, "Rp 0"),
+        (4_999_000_000, "Rp 4.999"),
+        (12_345_678_900, "Rp 12.345,68"),
+        (1_500_000, "Rp 1,5"),
+        (1_004_999, "Rp 1"),
+        (-2_500_000, "Rp -2,5"),
+    ],
+)
+def test_the_status_line_writes_rupiah_as_the_web_app_does(micros: int, shown: str) -> None:
+    assert rupiah(micros) == shown
 
 
 async def test_the_prompt_shows_only_on_a_terminal() -> None:
@@ -367,3 +427,18 @@ def _localtime_link(root: Path, key: str) -> Path:
     link = root / f"localtime-{key.replace('/', '-')}"
     link.symlink_to(target)
     return link
+
+
+def test_typed_history_keeps_the_newest_lines_and_cuts_the_file_back(tmp_path: Path) -> None:
+    path = tmp_path / "avagenc" / "chat_history"
+    typed = TypedHistory(path)
+    for n in range(2 * TYPED_HISTORY_MAX + 1):
+        typed.add(f"line {n}")
+
+    lines = typed.load()
+
+    assert len(lines) == TYPED_HISTORY_MAX
+    assert lines[-1] == f"line {2 * TYPED_HISTORY_MAX}"  # oldest first, the newest last
+    assert path.read_text().splitlines() == lines  # the file was cut back to them
+    typed.add("two\nlines")  # a pasted newline never splits an entry
+    assert typed.load()[-1] == "two lines"
