@@ -121,9 +121,8 @@ async def phone_clip(clip: Clip) -> Clip:
 
 
 class PhoneCall(VoiceCall):
-    """A Twilio Media Streams peer: media every 20 ms (the speaker's microphone, each frame
-    sent as a `media` event), playback in real time, marks echoed when played, and all
-    pending at once on `clear`."""
+    """A Twilio Media Streams peer: media every 20 ms, playback in real time, marks echoed
+    when played, and all pending at once on `clear`."""
 
     def __init__(self, ws: ClientConnection, tag: str) -> None:
         super().__init__(ws, tag)
