@@ -53,12 +53,11 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench.cold_start import _environment, _free_port
 from bench.databases import migrated
-from bench.turn_overhead import BenchFailed, log_tail, postgres
+from bench.report import kept
+from bench.servers import BenchFailed, environment, free_port, log_tail, postgres, started, until_ready
 from bench.voice_latency import Clip, make_clip, voice_call
 
-_ROOT = Path(__file__).parent.parent
 # Requests the offline model answers, with words its reply must contain; on and off in turn,
 # so the home ends each pair as it began and every call does the same work.
 REQUESTS: tuple[tuple[str, str], ...] = (
@@ -147,8 +146,8 @@ class Server:
 
 @contextlib.asynccontextmanager
 async def serving(database_url: str, home: Path) -> Any:
-    port = _free_port()
-    env = _environment(database_url, home, port, voice_at_start=True)
+    port = free_port()
+    env = environment(database_url, home, port, voice_at_start=True)
     env.update(
         SIGN_INS_PER_ADDRESS_MAX="100000",
         RUNS_PER_PERSON_PER_MINUTE_MAX="100000",
@@ -158,31 +157,13 @@ async def serving(database_url: str, home: Path) -> Any:
     )
     log_path = home / "serve.log"
     probe = home / "probe.json"
-    with log_path.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.call_memory", "--serve-with-probe", str(probe),
-            stdout=log, stderr=log, env=env, cwd=_ROOT,
-        )  # fmt: skip
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            deadline = time.monotonic() + 180
-            while True:
-                if process.returncode is not None or time.monotonic() > deadline:
-                    raise BenchFailed(f"the server did not become ready:\n{log_tail(log_path)}")
-                with contextlib.suppress(httpx.TransportError):
-                    if (await client.get("/readyz", timeout=5)).status_code == 200:
-                        break
-                await asyncio.sleep(0.1)
-            yield port, client, Server(process, probe), log_path
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                async with asyncio.timeout(60):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+    command = [sys.executable, "-m", "bench.call_memory", "--serve-with-probe", str(probe)]
+    async with (
+        started(command, log_path=log_path, env=env) as process,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
+    ):
+        await until_ready(client, process, log_path, within_s=180, every_s=0.1)
+        yield port, client, Server(process, probe), log_path
 
 
 async def sign_in(client: httpx.AsyncClient, name: str) -> tuple[str, str]:
@@ -441,7 +422,8 @@ def main() -> None:
     if args.calls < 1 or args.sequence < 2 or args.turns < 2:
         parser.error("--calls must be at least 1, --sequence and --turns at least 2")
     try:
-        status = asyncio.run(run(args))
+        with kept("call_memory"):
+            status = asyncio.run(run(args))
     except BenchFailed as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         status = 1

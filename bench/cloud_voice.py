@@ -63,6 +63,7 @@ from bench.cloudsim.latency import (
     OFFLINE_HEARING_S,
     OFFLINE_SPEECH_FIRST_AUDIO_S,
 )
+from bench.report import RESULTS, write
 from settings import Settings
 
 # A voice reads about 15 characters a second (~150 words a minute): how long a sentence
@@ -289,9 +290,7 @@ async def measure(args: argparse.Namespace) -> int:
     text, ok = report(records, random.Random(args.seed), elapsed, load)
     text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
     print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    write(args.out, text)
     return 0 if ok and verified.ok else 1
 
 
@@ -306,7 +305,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=100, help="measured turns per scenario and mode")
     parser.add_argument("--seed", type=int, default=28)
-    parser.add_argument("--out", type=Path, default=None, help="also write the report here")
+    parser.add_argument("--out", type=Path, default=RESULTS / "cloud_voice.md", help="also write the report here")
     return parser.parse_args(argv)
 
 

@@ -21,8 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -34,83 +32,47 @@ import httpx
 import psutil
 
 from bench.databases import migrated
-from bench.turn_overhead import BenchFailed, log_tail, postgres
-
-_ROOT = Path(__file__).parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from bench.report import kept
+from bench.servers import BenchFailed, environment, free_port, postgres, started, until_ready
 
 
 async def _prepare(admin_url: str) -> str:
     return await migrated(admin_url, f"avagenc_cold_{os.getpid()}")
 
 
-def _environment(database_url: str, home: Path, port: int, *, voice_at_start: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "FIREBASE_"))}
-    env.update(
-        DATABASE_URL=database_url,
-        AVAGENC_HOME=str(home),
-        PORT=str(port),
-        SESSION_SECRET="cold-start-bench-" + "x" * 40,
-        RUNS_PER_PERSON_PER_MINUTE_MAX="1000",
-        VOICE_AT_START="true" if voice_at_start else "false",
-    )
-    return env
-
-
 async def _one_start(
     database_url: str, home: Path, *, voice_at_start: bool = False, importtime: Path | None = None
 ) -> dict[str, float]:
     """One cold start: seconds to ready, to the first turn's answer, and a warm turn's."""
-    port = _free_port()
+    port = free_port()
     log_path = home / f"serve-{port}.log"
     flags = ["-X", "importtime"] if importtime else []
-    started = time.perf_counter()
-    with log_path.open("wb") as log, importtime.open("wb") if importtime else contextlib.nullcontext() as err:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, *flags, "-m", "cli", "serve",
-            stdout=log, stderr=err if err is not None else log,
-            env=_environment(database_url, home, port, voice_at_start=voice_at_start), cwd=_ROOT,
-        )  # fmt: skip
+    env = environment(database_url, home, port, voice_at_start=voice_at_start)
     figures: dict[str, float] = {}
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            while True:
-                if process.returncode is not None or time.perf_counter() - started > 120:
-                    raise BenchFailed(f"the server did not become ready:\n{log_tail(log_path)}")
-                with contextlib.suppress(httpx.TransportError):
-                    if (await client.get("/readyz", timeout=2)).status_code == 200:
-                        break
-                await asyncio.sleep(0.01)
-            figures["ready_s"] = time.perf_counter() - started
-            # CPU the start itself used: a loaded machine stretches the wall time, much less this.
-            with contextlib.suppress(psutil.Error):
-                server = psutil.Process(process.pid)
-                times = server.cpu_times()
-                figures["cpu_at_ready_s"] = times.user + times.system
-                main = [t for t in server.threads() if t.id == process.pid]
-                figures["main_thread_cpu_s"] = main[0].user_time + main[0].system_time if main else float("nan")
-            signed = await client.post("/v1/auth/local", json={"name": f"Cold {port}"})
-            headers = {"Authorization": f"Bearer {signed.json()['token']}"}
-            for key in ("first_turn_s", "warm_turn_s"):
-                at = time.perf_counter()
-                said = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
-                if said.status_code != 200:
-                    raise BenchFailed(f"a turn failed: {said.status_code} {said.text[:300]}")
-                figures[key] = time.perf_counter() - at
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                async with asyncio.timeout(60):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+    started_at = time.perf_counter()
+    async with (
+        started(
+            [sys.executable, *flags, "-m", "cli", "serve"], log_path=log_path, env=env, stderr_path=importtime
+        ) as process,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
+    ):
+        await until_ready(client, process, log_path, within_s=120, every_s=0.01, request_timeout_s=2)
+        figures["ready_s"] = time.perf_counter() - started_at
+        # CPU the start itself used: a loaded machine stretches the wall time, much less this.
+        with contextlib.suppress(psutil.Error):
+            server = psutil.Process(process.pid)
+            times = server.cpu_times()
+            figures["cpu_at_ready_s"] = times.user + times.system
+            main = [t for t in server.threads() if t.id == process.pid]
+            figures["main_thread_cpu_s"] = main[0].user_time + main[0].system_time if main else float("nan")
+        signed = await client.post("/v1/auth/local", json={"name": f"Cold {port}"})
+        headers = {"Authorization": f"Bearer {signed.json()['token']}"}
+        for key in ("first_turn_s", "warm_turn_s"):
+            at = time.perf_counter()
+            said = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
+            if said.status_code != 200:
+                raise BenchFailed(f"a turn failed: {said.status_code} {said.text[:300]}")
+            figures[key] = time.perf_counter() - at
     return figures
 
 
@@ -163,4 +125,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("cold_start"):
+        asyncio.run(main())

@@ -14,29 +14,25 @@ instance are charged per request. The issue's target: at most 5 % at 1 and 24 pe
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
-import shutil
-import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
+from bench.report import write
+from bench.servers import exit_with, logs_kept_on_failure
 from bench.turn_overhead import (
     REQUEST_TIMEOUT_S,
     RESULTS,
-    BenchFailed,
     Person,
     Sample,
     Watched,
     block,
     fresh_database,
     per_request_ms,
-    postgres,
     postmaster_pid,
     seed_history,
     server,
@@ -122,13 +118,8 @@ def report(results: dict[int, dict[str, Sample]], context: dict[str, object]) ->
 
 async def run(args: argparse.Namespace, admin_url: str) -> int:
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    work = Path(tempfile.mkdtemp(prefix="avagenc-bench-guard-"))
-    try:
+    with logs_kept_on_failure("avagenc-bench-guard-") as work:
         results = await measure(args, admin_url, work)
-    except BaseException:
-        print(f"the servers' logs are kept in {work}", file=sys.stderr)
-        raise
-    shutil.rmtree(work, ignore_errors=True)
     context: dict[str, object] = {
         "load_before": load_before,
         "load_after": os.getloadavg()[0],
@@ -138,20 +129,13 @@ async def run(args: argparse.Namespace, admin_url: str) -> int:
     }
     text = report(results, context)
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     return 0
 
 
 def main() -> None:
     args = parse_args()
-    with postgres() as (admin_url, _source):
-        try:
-            status = asyncio.run(run(args, admin_url))
-        except BenchFailed as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            status = 1
-    sys.exit(status)
+    exit_with(lambda admin_url, _source: run(args, admin_url))
 
 
 if __name__ == "__main__":

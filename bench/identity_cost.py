@@ -32,7 +32,6 @@ import asyncio
 import datetime as dt
 import http.server
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -51,14 +50,14 @@ from google.auth import crypt, jwt
 from pydantic import SecretStr
 
 from app.server import running
+from bench.report import write
+from bench.servers import postgres
 from chat import Devices, Limits, Rate, RateLimited
 from chat.firebase import FirebaseTokens
-from database import EmbeddedPostgres
 from settings import Settings
 
 ROUNDS = 2_000
 WARMUP = 200
-RESULTS = Path(__file__).parent / "results" / "identity.md"
 
 
 def _firebase_certificates() -> tuple[bytes, str, Callable[[], None]]:
@@ -230,21 +229,11 @@ async def bench(url: str, source: str, rounds: int) -> str:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
     started = time.perf_counter()
-    url = os.environ.get("DATABASE_URL")
-    embedded: EmbeddedPostgres | None = None
-    if not url:
-        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="avagenc-bench-")) / "pg")
-        url = embedded.start()
-    try:
-        text = asyncio.run(bench(url, "DATABASE_URL" if embedded is None else "embedded (pgserver)", rounds))
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    with postgres() as (url, source):
+        text = asyncio.run(bench(url, source, rounds))
     text += f"Whole run: {time.perf_counter() - started:.0f} s.\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text, encoding="utf-8")
     print(text)
-    print(f"written to {RESULTS}")
+    print(f"written to {write('identity_cost', text)}")
 
 
 if __name__ == "__main__":

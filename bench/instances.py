@@ -20,22 +20,20 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import asyncpg
 import httpx
 import psutil
 
-from bench.cold_start import _environment, _free_port, _prepare
+from bench.cold_start import _prepare
 from bench.load import _stream
-from bench.turn_overhead import BenchFailed, log_tail, postgres
+from bench.report import kept
+from bench.servers import TextTurns, environment, free_port, postgres, started, until_ready
 
-_ROOT = Path(__file__).parent.parent
 _LIMITS = httpx.Limits(max_connections=500)
 
 
@@ -79,36 +77,25 @@ async def main() -> None:
             data_dir = str(await conn.fetchval("SHOW data_directory"))
         finally:
             await conn.close()
-        servers: list[tuple[asyncio.subprocess.Process, int, Path]] = []
-        for n in range(args.instances):
-            home, port = Path(folder) / f"i{n}", _free_port()
-            home.mkdir()
-            # Doors built before /readyz: no loading left to count in the turns' CPU.
-            env = _environment(database_url, home, port, voice_at_start=True)
-            env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
-                       SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false",
-                       DATABASE_POOL_MAX="10", TURNS_CONCURRENT_MAX="8")  # fmt: skip
-            log_path = home / "serve.log"
-            with log_path.open("wb") as log:
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "cli", "serve", stdout=log, stderr=log, env=env, cwd=_ROOT
+        async with contextlib.AsyncExitStack() as stack:
+            servers: list[tuple[asyncio.subprocess.Process, httpx.AsyncClient]] = []
+            for n in range(args.instances):
+                home, port = Path(folder) / f"i{n}", free_port()
+                home.mkdir()
+                # Doors built before /readyz: no loading left to count in the turns' CPU.
+                env = environment(database_url, home, port, voice_at_start=True)
+                env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
+                           SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false",
+                           DATABASE_POOL_MAX="10", TURNS_CONCURRENT_MAX="8")  # fmt: skip
+                command = [sys.executable, "-m", "cli", "serve"]
+                process = await stack.enter_async_context(started(command, log_path=home / "serve.log", env=env))
+                client = await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120, limits=_LIMITS)
                 )
-            servers.append((process, port, log_path))
-        clients = [
-            httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}", timeout=120, limits=httpx.Limits(max_connections=500)
-            )
-            for _, port, _ in servers
-        ]
-        try:
-            for (process, _, log_path), client in zip(servers, clients, strict=True):
-                for _ in range(4000):
-                    with contextlib.suppress(httpx.TransportError):
-                        if (await client.get("/readyz")).status_code == 200:
-                            break
-                    if process.returncode is not None:
-                        raise BenchFailed(log_tail(log_path))
-                    await asyncio.sleep(0.05)
+                servers.append((process, client))
+            for n, (process, client) in enumerate(servers):
+                await until_ready(client, process, Path(folder) / f"i{n}" / "serve.log", within_s=200, every_s=0.05)
+            clients = [client for _, client in servers]
             people = []
             for n in range(args.people):
                 body = (await clients[0].post("/v1/auth/local", json={"name": f"Many {n}"})).json()
@@ -120,34 +107,15 @@ async def main() -> None:
                 for i in range(args.people)
             ]
             await asyncio.sleep(3)
-            latencies: list[float] = []
-            errors: list[str] = []
-
-            async def say(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
-                at = time.perf_counter()
-                try:
-                    answer = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
-                except httpx.HTTPError as exc:
-                    errors.append(type(exc).__name__)
-                    return
-                if answer.status_code != 200:
-                    errors.append(str(answer.status_code))
-                latencies.append(time.perf_counter() - at)
-
+            said = TextTurns()
             written_before = await _written(database_url)
             pg = _postgres_processes(data_dir)
-            serving = [psutil.Process(p.pid) for p, _, _ in servers]
+            serving = [psutil.Process(p.pid) for p, _ in servers]
             pg_before, servers_before = _cpu_s(pg), _cpu_s(serving)
             load = os.getloadavg()[0]
-            total = int(args.rate * args.seconds)
-            started = time.perf_counter()
-            turns = []
-            for i in range(total):
-                await asyncio.sleep(max(0.0, started + i / args.rate - time.perf_counter()))
-                person = i % args.people
-                turns.append(asyncio.create_task(say(clients[person % args.instances], people[person])))
-            await asyncio.gather(*turns)
-            took = time.perf_counter() - started
+            took = await said.open_loop(
+                args.rate, args.seconds, lambda i: (clients[i % args.people % args.instances], people[i % args.people])
+            )
             pg_s, servers_s = _cpu_s(pg) - pg_before, _cpu_s(serving) - servers_before
             load = max(load, os.getloadavg()[0])
             await asyncio.sleep(3)  # the last events cross over
@@ -160,18 +128,7 @@ async def main() -> None:
             for task in streams:
                 task.cancel()
             await asyncio.gather(*streams, return_exceptions=True)
-        finally:
-            for client in clients:
-                await client.aclose()
-            for process, _, _ in servers:
-                if process.returncode is None:
-                    process.send_signal(signal.SIGINT)
-            for process, _, _ in servers:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(60):
-                        await process.wait()
-                if process.returncode is None:
-                    process.kill()
+    latencies, errors = said.latencies_s, said.errors
     done = len(latencies)
     ordered = sorted(latencies)
     p99 = ordered[min(done - 1, int(0.99 * done))]
@@ -190,4 +147,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("instances"):
+        asyncio.run(main())

@@ -27,23 +27,22 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from agents.knowledge import KnowledgeMessage, LocalKnowledge, RuleExtractor
 from agents.knowledge.local import tsquery
-from database import EmbeddedPostgres, apply_migrations, create_pool
+from bench.report import write
+from bench.servers import postgres
+from database import apply_migrations, create_pool
 
 FACTS = 10_000
 OTHERS_FACTS = 1_000
 BATCH = 50
 QUERIES = 300
-RESULTS = Path(__file__).parent / "results" / "knowledge.md"
 
 _ADJECTIVES = ["red", "spicy", "sweet", "old", "quiet", "green", "tiny", "crispy", "sour", "fresh"]
 _NOUNS = ["noodles", "guitar", "garden", "river", "teapot", "bicycle", "mango", "lantern", "jacket", "kite"]
@@ -183,21 +182,11 @@ def _report(
 def main() -> None:
     facts = int(sys.argv[1]) if len(sys.argv) > 1 else FACTS
     started = time.perf_counter()
-    url = os.environ.get("DATABASE_URL")
-    embedded: EmbeddedPostgres | None = None
-    if not url:
-        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="avagenc-bench-")) / "pg")
-        url = embedded.start()
-    try:
-        text = asyncio.run(bench(url, "DATABASE_URL" if embedded is None else "embedded (pgserver)", facts))
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    with postgres() as (url, source):
+        text = asyncio.run(bench(url, source, facts))
     text += f"Whole run: {time.perf_counter() - started:.0f} s.\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text, encoding="utf-8")
     print(text)
-    print(f"written to {RESULTS}")
+    print(f"written to {write('knowledge_search', text)}")
 
 
 if __name__ == "__main__":

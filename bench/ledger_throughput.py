@@ -18,37 +18,47 @@ here, all of it spent checking invariants per transaction, and reads the same.
 
 Targets: ledger >= 50 % of baseline at 16 writers; the 1M read <= 2x the 1k read.
 
-Run: .venv/bin/python -m bench.ledger_throughput   (DATABASE_URL: use that server instead
+Run: .venv/bin/python -m bench.ledger_throughput [--quick]   (DATABASE_URL: use that server instead
 of an embedded one; a fresh database is created there and dropped afterwards).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import itertools
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from database import EmbeddedPostgres, apply_migrations, create_pool
+from bench.report import write
+from bench.servers import postgres
+from database import apply_migrations, create_pool
 from ledger import REVENUE_ACCOUNT, PostgresLedger, Posting, TransactionSpec, grant_signup, user_account
 
 WRITERS = (1, 16, 64)
-ROUNDS = 3
-ROUND_S = 2.5
-READS = 2_000
+
+
+@dataclass(frozen=True)
+class Length:
+    """How long each measurement runs: FULL for the figures, QUICK for `make bench`."""
+
+    rounds: int  # alternating baseline/ledger rounds per writer count
+    round_s: float
+    reads: int  # sequential balance reads per account
+
+
+FULL = Length(rounds=3, round_s=2.5, reads=2_000)
+QUICK = Length(rounds=1, round_s=1.0, reads=500)
 SUM_READS = 5
 DEBITS_PER_LOAD_TRANSACTION = 100
-RESULTS = Path(__file__).parent / "results" / "ledger.md"
 
 _BASELINE_TABLES_SQL = """
 CREATE TABLE baseline_transactions (LIKE transactions INCLUDING ALL);
@@ -156,7 +166,7 @@ class Throughput:
         return self.ledger_per_s / self.baseline_per_s
 
 
-async def measure_writes(pool: asyncpg.Pool) -> list[Throughput]:
+async def measure_writes(pool: asyncpg.Pool, length: Length) -> list[Throughput]:
     book = PostgresLedger(pool)
     by_ledger, by_baseline = ledger_charger(book), baseline_charger(pool)
     results = []
@@ -168,9 +178,9 @@ async def measure_writes(pool: asyncpg.Pool) -> list[Throughput]:
         await charges_per_s(by_ledger, wallets, 0.5)  # warm plans and connections
         await charges_per_s(by_baseline, wallets, 0.5)
         baseline, ledger = [], []
-        for _ in range(ROUNDS):
-            baseline.append(await charges_per_s(by_baseline, wallets, ROUND_S))
-            ledger.append(await charges_per_s(by_ledger, wallets, ROUND_S))
+        for _ in range(length.rounds):
+            baseline.append(await charges_per_s(by_baseline, wallets, length.round_s))
+            ledger.append(await charges_per_s(by_ledger, wallets, length.round_s))
         result = Throughput(writers, statistics.median(baseline), statistics.median(ledger))
         results.append(result)
         print(f"  {writers:>2} writers: baseline {result.baseline_per_s:,.0f}/s, ledger {result.ledger_per_s:,.0f}/s")
@@ -211,7 +221,7 @@ class Reads:
     sum_median_us: float  # the same balance summed from the entries, without the snapshot
 
 
-async def measure_reads(pool: asyncpg.Pool) -> list[Reads]:
+async def measure_reads(pool: asyncpg.Pool, length: Length) -> list[Reads]:
     book = PostgresLedger(pool)
     results = []
     for entries in (1_000, 1_000_000):
@@ -219,7 +229,7 @@ async def measure_reads(pool: asyncpg.Pool) -> list[Reads]:
         wallet = await load(pool, f"bench_reader_{entries}", entries)
         print(f"  loaded {entries:,} entries in {time.perf_counter() - started:.1f} s")
         assert await book.balance_micros(wallet) == -entries
-        samples = await latencies_us(functools.partial(book.balance_micros, wallet), READS)
+        samples = await latencies_us(functools.partial(book.balance_micros, wallet), length.reads)
         summed = await latencies_us(functools.partial(pool.fetchval, _SUM_SQL, wallet), SUM_READS)
         results.append(
             Reads(
@@ -232,7 +242,9 @@ async def measure_reads(pool: asyncpg.Pool) -> list[Reads]:
     return results
 
 
-def report(writes: list[Throughput], reads: list[Reads], setting: dict[str, str], verify_line: str) -> str:
+def report(
+    writes: list[Throughput], reads: list[Reads], setting: dict[str, str], verify_line: str, length: Length
+) -> str:
     at_16 = next(t for t in writes if t.writers == 16)
     small, large = reads
     read_ratio = large.median_us / small.median_us
@@ -245,7 +257,7 @@ def report(writes: list[Throughput], reads: list[Reads], setting: dict[str, str]
         "## Charges per second",
         "",
         "Each writer charges its own person and credits `revenue:IDR`. Baseline: the same rows by plain SQL,",
-        f"no triggers, foreign keys or locks. Median of {ROUNDS} alternating rounds of {ROUND_S} s.",
+        f"no triggers, foreign keys or locks. Median of {length.rounds} alternating rounds of {length.round_s} s.",
         "",
         "| Writers | Baseline (plain SQL) | Ledger (`transact`) | Ledger / baseline | Target |",
         "|---:|---:|---:|---:|---|",
@@ -259,7 +271,7 @@ def report(writes: list[Throughput], reads: list[Reads], setting: dict[str, str]
         "",
         "## Balance read latency",
         "",
-        f"`balance_micros` through the pool, {READS:,} sequential reads. The last column sums the entries",
+        f"`balance_micros` through the pool, {length.reads:,} sequential reads. The last column sums the entries",
         "instead (what a read would cost without the snapshot), median of 5.",
         "",
         "| Entries on the account | Median | p99 | Summing the entries |",
@@ -286,7 +298,7 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
-async def bench(admin_url: str, source: str) -> str:
+async def bench(admin_url: str, source: str, length: Length) -> str:
     name = f"avagenc_bench_{os.getpid()}"
     admin = await asyncpg.connect(admin_url)
     try:
@@ -309,9 +321,9 @@ async def bench(admin_url: str, source: str) -> str:
         pool = await create_pool(url, size_max=max(WRITERS) + 4)
         try:
             print("writes")
-            writes = await measure_writes(pool)
+            writes = await measure_writes(pool, length)
             print("reads")
-            reads = await measure_reads(pool)
+            reads = await measure_reads(pool, length)
             started = time.perf_counter()
             verified = await PostgresLedger(pool).verify()
             verify_line = (
@@ -324,27 +336,20 @@ async def bench(admin_url: str, source: str) -> str:
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
-    return report(writes, reads, setting, verify_line)
+    return report(writes, reads, setting, verify_line, length)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="one 1 s round per writer count, 500 reads (`make bench`)")
+    args = parser.parse_args()
     started = time.perf_counter()
-    url = os.environ.get("DATABASE_URL")
-    embedded: EmbeddedPostgres | None = None
-    if not url:
-        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="avagenc-bench-")) / "pg")
-        url = embedded.start()
-    try:
-        text = asyncio.run(bench(url, "DATABASE_URL" if embedded is None else "embedded (pgserver)"))
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    with postgres() as (url, source):
+        text = asyncio.run(bench(url, source, QUICK if args.quick else FULL))
     text += f"Whole run: {time.perf_counter() - started:.0f} s.\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text, encoding="utf-8")
     print()
     print(text)
-    print(f"written to {RESULTS}")
+    print(f"written to {write('ledger_throughput', text)}")
 
 
 if __name__ == "__main__":

@@ -17,22 +17,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 import psutil
 
-from bench.cold_start import _environment, _free_port, _prepare
-from bench.turn_overhead import BenchFailed, log_tail, postgres
-
-_ROOT = Path(__file__).parent.parent
+from bench.cold_start import _prepare
+from bench.report import kept
+from bench.servers import BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
 
 
 def _rss_mb(pid: int) -> float:
@@ -67,80 +63,49 @@ async def main() -> None:
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-load-") as folder:
         home = Path(folder)
         database_url = await _prepare(admin_url)
-        port = _free_port()
+        port = free_port()
         # The call doors built before /readyz, so the idle figure holds everything a server loads.
-        env = _environment(database_url, home, port, voice_at_start=True)
+        env = environment(database_url, home, port, voice_at_start=True)
         env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
                    SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false")  # fmt: skip
         log_path = home / "serve.log"
-        with log_path.open("wb") as log:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "cli", "serve", stdout=log, stderr=log, env=env, cwd=_ROOT
-            )
         limits = httpx.Limits(max_connections=args.clients + 200, max_keepalive_connections=200)
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
-                for _ in range(3000):
-                    with contextlib.suppress(httpx.TransportError):
-                        if (await client.get("/readyz")).status_code == 200:
-                            break
-                    if process.returncode is not None:
-                        raise BenchFailed(log_tail(log_path))
-                    await asyncio.sleep(0.05)
-                idle_mb = _rss_mb(process.pid)
-                people = []
-                for n in range(args.people):
-                    body = (await client.post("/v1/auth/local", json={"name": f"Load {n}"})).json()
-                    people.append({"Authorization": f"Bearer {body['token']}"})
-                received: list[int] = [0]
-                failed: list[str] = []
-                streams = [
-                    asyncio.create_task(_stream(client, people[i % args.people], received, failed))
-                    for i in range(args.clients)
-                ]
-                await asyncio.sleep(3)
-                streams_mb = _rss_mb(process.pid)
-                latencies: list[float] = []
-                errors: list[str] = []
+        async with (
+            started([sys.executable, "-m", "cli", "serve"], log_path=log_path, env=env) as process,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client,
+        ):
+            await until_ready(client, process, log_path, within_s=150, every_s=0.05)
+            idle_mb = _rss_mb(process.pid)
+            people = []
+            for n in range(args.people):
+                body = (await client.post("/v1/auth/local", json={"name": f"Load {n}"})).json()
+                people.append({"Authorization": f"Bearer {body['token']}"})
+            received: list[int] = [0]
+            failed: list[str] = []
+            streams = [
+                asyncio.create_task(_stream(client, people[i % args.people], received, failed))
+                for i in range(args.clients)
+            ]
+            await asyncio.sleep(3)
+            streams_mb = _rss_mb(process.pid)
+            said = TextTurns()
+            warm_mb = [streams_mb]
+            total = int(args.rate * args.seconds)
 
-                async def say(headers: dict[str, str]) -> None:
-                    at = time.perf_counter()
-                    try:
-                        answer = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
-                    except httpx.HTTPError as exc:
-                        errors.append(type(exc).__name__)
-                        return
-                    if answer.status_code != 200:
-                        errors.append(str(answer.status_code))
-                    latencies.append(time.perf_counter() - at)
+            def turn(i: int) -> tuple[httpx.AsyncClient, dict[str, str]]:
+                if i == total // 5:
+                    warm_mb[0] = _rss_mb(process.pid)
+                return client, people[i % args.people]
 
-                total = int(args.rate * args.seconds)
-                warm_mb = streams_mb
-                load = os.getloadavg()[0]
-                started = time.perf_counter()
-                turns = []
-                for i in range(total):
-                    due = started + i / args.rate
-                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                    turns.append(asyncio.create_task(say(people[i % args.people])))
-                    if i == total // 5:
-                        warm_mb = _rss_mb(process.pid)
-                await asyncio.gather(*turns)
-                took = time.perf_counter() - started
-                await asyncio.sleep(2)  # the last events reach the clients
-                end_mb = _rss_mb(process.pid)
-                load = max(load, os.getloadavg()[0])
-                for task in streams:
-                    task.cancel()
-                await asyncio.gather(*streams, return_exceptions=True)
-        finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGINT)
-                try:
-                    async with asyncio.timeout(60):
-                        await process.wait()
-                except TimeoutError:
-                    process.kill()
+            load = os.getloadavg()[0]
+            took = await said.open_loop(args.rate, args.seconds, turn)
+            await asyncio.sleep(2)  # the last events reach the clients
+            end_mb = _rss_mb(process.pid)
+            load = max(load, os.getloadavg()[0])
+            for task in streams:
+                task.cancel()
+            await asyncio.gather(*streams, return_exceptions=True)
+    latencies, errors = said.latencies_s, said.errors
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
     print(
@@ -154,9 +119,10 @@ async def main() -> None:
     print(f"  turn latency p50 {statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
     print(f"  live events received by the clients: {received[0]:,}")
     print(f"  server RSS: idle {idle_mb:.0f} MB, with the streams open {streams_mb:.0f} MB "
-          f"({(streams_mb - idle_mb) * 1024 / args.clients:.0f} KB per client), after warm-up {warm_mb:.0f} MB, "
-          f"at the end {end_mb:.0f} MB ({(end_mb / warm_mb - 1) * 100:+.1f} % since warm-up)")  # fmt: skip
+          f"({(streams_mb - idle_mb) * 1024 / args.clients:.0f} KB per client), after warm-up {warm_mb[0]:.0f} MB, "
+          f"at the end {end_mb:.0f} MB ({(end_mb / warm_mb[0] - 1) * 100:+.1f} % since warm-up)")  # fmt: skip
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("load"):
+        asyncio.run(main())

@@ -24,7 +24,8 @@ import time
 import asyncpg
 
 from bench.cold_start import _prepare
-from bench.turn_overhead import postgres
+from bench.report import kept
+from bench.servers import postgres
 
 _PERSON = "usr_notify_bench"
 
@@ -84,4 +85,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("notify_ceiling"):
+        asyncio.run(main())

@@ -35,7 +35,8 @@ from typing import Any
 import asyncpg
 
 from bench.databases import drop, migrated
-from bench.turn_overhead import postgres
+from bench.report import kept
+from bench.servers import postgres
 from database import Listener, create_pool
 from reminders import Delivery, DeliveryLimits, EmbeddedQueue, Note, Notes, Woken
 
@@ -236,7 +237,9 @@ def main() -> None:
     if args.notes < 10 or args.window_s <= 0:
         parser.error("--notes must be at least 10 and --window-s positive")
     try:
-        sys.exit(asyncio.run(drive(args)))
+        with kept("reminder_lateness"):
+            status = asyncio.run(drive(args))
+        sys.exit(status)
     except BenchFailed as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         sys.exit(1)

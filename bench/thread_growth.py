@@ -26,7 +26,8 @@ import httpx
 
 from app.server import running
 from bench.databases import migrated
-from bench.turn_overhead import BenchFailed, postgres
+from bench.report import kept
+from bench.servers import BenchFailed, postgres
 from bench.year_of_data import _settings, seed_person
 
 SIZES = (10, 1_000, 10_000)
@@ -75,4 +76,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("thread_growth"):
+        asyncio.run(main())

@@ -54,6 +54,7 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 import telemetry.traces
+from bench.report import write
 from voice.tracing import CallTrace, turn_of
 
 RESULTS = Path(__file__).parent / "results"
@@ -223,8 +224,7 @@ def main() -> None:
     logger.add(sys.stderr, level="WARNING")
     per_frame, frames_per_s, exporter = asyncio.run(measure(args.rounds, args.exchanges))
     text = report(per_frame, frames_per_s, exporter, args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     print(text)
 
 

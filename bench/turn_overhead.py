@@ -36,14 +36,9 @@ import contextlib
 import math
 import os
 import platform
-import shutil
-import signal
-import socket
 import statistics
-import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +48,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 
-from database import EmbeddedPostgres
+from bench.report import write
+from bench.servers import BenchFailed, exit_with, fast_loop, logs_kept_on_failure, serving_module
 
 RESULTS = Path(__file__).parent / "results"
 TURN_TEXT = "turn on the bedroom light"
@@ -70,10 +66,6 @@ TARGET_RATIO = 2.0
 LEARNING = "learning, after the turn"
 # A request slower than this is a hang (e.g. a starved pool), not a data point.
 REQUEST_TIMEOUT_S = 30.0
-
-
-class BenchFailed(Exception):
-    """The run cannot produce honest numbers; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,22 +159,6 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
-@contextlib.contextmanager
-def postgres() -> Iterator[tuple[str, str]]:
-    """(a URL to create databases with, where it came from): DATABASE_URL or an embedded server."""
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        yield url, "DATABASE_URL"
-        return
-    folder = Path(tempfile.mkdtemp(prefix="avagenc-bench-"))
-    embedded = EmbeddedPostgres(folder / "pg")
-    try:
-        yield embedded.start(), "embedded"
-    finally:
-        embedded.stop()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @contextlib.asynccontextmanager
 async def fresh_database(admin_url: str, pool_max: int, suffix: str = "") -> AsyncIterator[tuple[str, str]]:
     """A new, empty database for this run: (its URL, the server version)."""
@@ -209,52 +185,14 @@ async def fresh_database(admin_url: str, pool_max: int, suffix: str = "") -> Asy
             await conn.close()
 
 
-@contextlib.asynccontextmanager
-async def server(
+def server(
     database_url: str, *, pool_max: int, log_path: Path, profile: Path | None, extra: tuple[str, ...] = ()
-) -> AsyncIterator[tuple[int, int]]:
+) -> contextlib.AbstractAsyncContextManager[tuple[int, int]]:
     """Start `bench.overhead_server` on a socket bound here; yields its port and pid."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(256)
-    port = int(listener.getsockname()[1])
     profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
-    command = [sys.executable, *profiler, "-m", "bench.overhead_server", "--database-url", database_url,
-               "--state-dir", str(log_path.parent / "state"), "--pool-max", str(pool_max),
-               "--fd", str(listener.fileno()), *extra]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            *command, stdout=log, stderr=log, pass_fds=(listener.fileno(),), cwd=Path(__file__).parent.parent
-        )
-    listener.close()  # the server holds its own copy
-    try:
-        await wait_ready(port, process, log_path)
-        yield port, process.pid
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)  # uvicorn's graceful shutdown, then the services close
-            try:
-                async with asyncio.timeout(30):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-
-
-async def wait_ready(port: int, process: asyncio.subprocess.Process, log_path: Path) -> None:
-    deadline = time.monotonic() + 90
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-        while time.monotonic() < deadline and process.returncode is None:
-            with contextlib.suppress(httpx.TransportError):
-                if (await client.get("/readyz", timeout=5)).status_code == 200:
-                    return
-            await asyncio.sleep(0.2)
-    raise BenchFailed(f"the server did not become ready (log {log_path}):\n{log_tail(log_path)}")
-
-
-def log_tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+    arguments = ["--database-url", database_url, "--state-dir", str(log_path.parent / "state"),
+                 "--pool-max", str(pool_max), *extra]  # fmt: skip
+    return serving_module("bench.overhead_server", arguments, log_path=log_path, backlog=256, python_flags=profiler)
 
 
 async def sign_in(client: httpx.AsyncClient, name: str) -> Person:
@@ -516,13 +454,8 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     # for the person, the guard and the knowledge lookup; twice the people leaves room.
     pool_max = args.pool_max or 2 * max(levels)
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    work = Path(tempfile.mkdtemp(prefix="avagenc-bench-server-"))
-    try:
+    with logs_kept_on_failure("avagenc-bench-server-") as work:
         results, traces, failed, pg_version = await measure(args, admin_url, pg_source, levels, pool_max, work)
-    except BaseException:
-        print(f"the server's log is kept at {work / 'server.log'}", file=sys.stderr)
-        raise
-    shutil.rmtree(work, ignore_errors=True)
     context = {
         "pg_version": pg_version, "pg_source": pg_source, "pool_max": pool_max, "warmup": args.warmup,
         "rounds": args.rounds, "history": args.history, "elapsed_s": time.perf_counter() - started,
@@ -531,8 +464,7 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     }  # fmt: skip
     text, valid = report(results, traces, context)
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     args.out.with_name(args.out.stem + "_trace.md").write_text(trace_listing(traces))
     return 0 if valid else 1
 
@@ -564,19 +496,7 @@ async def measure(
 
 def main() -> None:
     args = parse_args()
-    try:
-        import uvloop  # the load generator's own overhead should be as small as it can be
-
-        loop_factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = asyncio.new_event_loop
-    with postgres() as (admin_url, pg_source), asyncio.Runner(loop_factory=loop_factory) as runner:
-        try:
-            status = runner.run(run(args, admin_url, pg_source))
-        except BenchFailed as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            status = 1
-    sys.exit(status)
+    exit_with(lambda admin_url, pg_source: run(args, admin_url, pg_source), loop_factory=fast_loop())
 
 
 if __name__ == "__main__":

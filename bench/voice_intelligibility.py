@@ -36,6 +36,7 @@ from pathlib import Path
 from num2words import num2words
 from pipecat.audio.utils import create_stream_resampler
 
+from bench.report import write
 from bench.turn_overhead import cpu_model
 from voice.engines.espeak import synthesize
 from voice.engines.hibari import HIBARI_RATE, preload_hibari, speak_neural, synthesize_neural
@@ -257,8 +258,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "voice_intelligibility.md")
     args = parser.parse_args()
     text = asyncio.run(run(args.limit))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     sys.stdout.write(text)
 
 

@@ -59,11 +59,8 @@ import contextlib
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -78,16 +75,9 @@ from pipecat.audio.utils import create_stream_resampler
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from bench.turn_overhead import (
-    BenchFailed,
-    Watched,
-    cpu_model,
-    fresh_database,
-    postgres,
-    postmaster_pid,
-    sign_in,
-    wait_ready,
-)
+from bench.report import write
+from bench.servers import BenchFailed, exit_with, fast_loop, logs_kept_on_failure, serving_module
+from bench.turn_overhead import Watched, cpu_model, fresh_database, postmaster_pid, sign_in
 from voice.engines.espeak import synthesize
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
 
@@ -247,11 +237,15 @@ class VoiceCall:
             else:
                 self.heard.append(Heard(at, None, json.loads(message), 0.0))
 
+    async def send_frame(self, frame: bytes | None) -> None:
+        """One 20 ms frame of the clip being said, or of silence (None), as this door takes it."""
+        await self.ws.send(frame if frame is not None else SILENT_FRAME)
+
     async def microphone(self) -> None:
         next_at = time.monotonic()
         while True:
             clip, index = self._clip, self._index
-            await self.ws.send(clip.frames[index] if clip else SILENT_FRAME)
+            await self.send_frame(clip.frames[index] if clip else None)
             sent = time.monotonic()
             self.lateness_s.append(sent - next_at)
             if clip is not None:
@@ -393,18 +387,22 @@ async def one_call(port: int, clips: dict[str, Clip], wanted: int, lateness_s: l
     return turns
 
 
-async def simultaneous(
-    port: int, clips: dict[str, Clip], calls: int, wanted: int, lateness_s: list[float]
+Dial = Callable[[int, str, str, list[float]], contextlib.AbstractAsyncContextManager[VoiceCall]]
+
+
+async def level(
+    dial: Dial, port: int, clips: dict[str, Clip], calls: int, wanted: int, prefix: str, lateness_s: list[float]
 ) -> list[Turn]:
-    """Every call warms up, waits for the others, then starts its turns STAGGER_S after
-    the previous call's, so the first utterances of all calls end within a second or two.
-    Each person starts at a different place in the plan."""
+    """`calls` people, each on its own call through `dial` (the speaker door's `voice_call`,
+    or another door's), each warms up, waits for the others, then starts its turns STAGGER_S
+    after the previous call's, so the first utterances of all calls end within a second or
+    two. Each person starts at a different place in the plan."""
     barrier = asyncio.Barrier(calls)
     turns: list[Turn] = []
 
     async def person(index: int) -> None:
-        tag = f"crowd-{index}"
-        async with voice_call(port, await token_for(port, f"voice-bench-{tag}"), tag, lateness_s) as call:
+        tag = f"{prefix}-{index}"
+        async with dial(port, await token_for(port, f"voice-bench-{tag}"), tag, lateness_s) as call:
             await call.turn(clips[WARM_UP[0]])
             await barrier.wait()
             await asyncio.sleep(index * STAGGER_S)
@@ -880,36 +878,14 @@ def report(solo: list[Turn], crowd: list[Turn], floor: Floor, context: dict[str,
 # --- the run ------------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def voice_server(database_url: str, work: Path, *, observe: bool) -> AsyncIterator[tuple[int, int]]:
+def voice_server(
+    database_url: str, work: Path, *, observe: bool
+) -> contextlib.AbstractAsyncContextManager[tuple[int, int]]:
     """Start `bench.voice_server` on a socket bound here; yields its port and pid."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    port = int(listener.getsockname()[1])
-    log_path = work / "server.log"
-    command = [sys.executable, "-m", "bench.voice_server", "--database-url", database_url,
-               "--state-dir", str(work / "state"), "--fd", str(listener.fileno())]  # fmt: skip
+    arguments = ["--database-url", database_url, "--state-dir", str(work / "state")]
     if not observe:
-        command.append("--no-observer")
-    with log_path.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            *command, stdout=log, stderr=log, pass_fds=(listener.fileno(),), cwd=Path(__file__).parent.parent
-        )
-    listener.close()  # the server holds its own copy
-    try:
-        await wait_ready(port, process, log_path)
-        yield port, process.pid
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)  # uvicorn's graceful shutdown, then the services close
-            try:
-                async with asyncio.timeout(30):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+        arguments.append("--no-observer")
+    return serving_module("bench.voice_server", arguments, log_path=work / "server.log", backlog=64)
 
 
 async def with_cpu(watched: Watched, work: Callable[[], Any]) -> tuple[list[Turn], str]:
@@ -946,7 +922,7 @@ async def measure(
         floor = await measure_floor({t.clip.text: t.clip for t in solo}, solo, config)
         floor_s = time.perf_counter() - started
         crowd, crowd_cpu = await with_cpu(
-            watched, lambda: simultaneous(port, clips, args.calls, args.per_call, lateness_s)
+            watched, lambda: level(voice_call, port, clips, args.calls, args.per_call, "crowd", lateness_s)
         )
         timelines = (await client.get("/bench/voice/timelines")).raise_for_status().json()
         attach_timelines(solo + crowd, timelines)
@@ -974,12 +950,8 @@ def parse_args() -> argparse.Namespace:
 
 async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    work = Path(tempfile.mkdtemp(prefix="avagenc-bench-voice-"))
-    try:
+    with logs_kept_on_failure("avagenc-bench-voice-") as work:
         solo, crowd, floor, context = await measure(args, admin_url, pg_source, work)
-    except BaseException:
-        print(f"the server's log is kept at {work / 'server.log'}", file=sys.stderr)
-        raise
     lateness_s = sorted(context.pop("lateness_s")) or [0.0]
     context.update(
         elapsed_s=time.perf_counter() - started,
@@ -990,8 +962,7 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     )
     text = report(solo, crowd, floor, context)
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     failed = [t for t in solo + crowd if t.problem or not t.answered]
     if failed:
         print(f"{len(failed)} turns got no reply or the wrong one; see the table", file=sys.stderr)
@@ -1003,19 +974,7 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
 
 def main() -> None:
     args = parse_args()
-    try:
-        import uvloop  # the clients' own overhead should be as small as it can be
-
-        loop_factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = asyncio.new_event_loop
-    with postgres() as (admin_url, pg_source), asyncio.Runner(loop_factory=loop_factory) as runner:
-        try:
-            status = runner.run(run(args, admin_url, pg_source))
-        except BenchFailed as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            status = 1
-    sys.exit(status)
+    exit_with(lambda admin_url, pg_source: run(args, admin_url, pg_source), loop_factory=fast_loop())
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ import numpy as np
 from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
 
 from agents import SANDBOX_DEVICE_NAMES, team_names
+from bench.report import write
 from bench.turn_overhead import cpu_model
 from bench.voice_intelligibility import REPLIES, edit_distance, words
 from voice.engines.espeak import synthesize
@@ -440,8 +441,7 @@ def main() -> None:
     if args.vocabulary and args.out == parser.get_default("out"):
         args.out = RESULTS / "voice_vocabulary.md"
     text = asyncio.run(run_vocabulary(args.limit) if args.vocabulary else run(args.limit))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write(args.out, text)
     sys.stdout.write(text)
 
 

@@ -45,9 +45,8 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,24 +59,25 @@ from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from bench.turn_overhead import BenchFailed, Watched, cpu_model, fresh_database, postgres, postmaster_pid
+from bench.report import write
+from bench.servers import BenchFailed, exit_with, logs_kept_on_failure
+from bench.turn_overhead import Watched, cpu_model, fresh_database, postmaster_pid
 from bench.voice_latency import (
     FRAME_S,
     SAYINGS,
     SILENT_RMS,
     STAGES,
-    STAGGER_S,
     WARM_UP,
     Clip,
+    Dial,
     Heard,
     Turn,
     VoiceCall,
     attach_timelines,
+    level,
     make_clip,
-    plan,
     quantiles_ms,
     spans_s,
-    token_for,
     voice_call,
     voice_server,
     with_cpu,
@@ -174,31 +174,15 @@ class PhoneCall(VoiceCall):
                 _, name = self._pending.pop(0)
                 await self._echo(name)
 
-    async def microphone(self) -> None:
-        next_at = time.monotonic()
-        while True:
-            clip, index = self._clip, self._index
-            self.chunk += 1
-            payload = clip.frames[index] if clip else ULAW_SILENCE
-            media = {
-                "track": "inbound",
-                "chunk": str(self.chunk),
-                "timestamp": str(self.chunk * 20),
-                "payload": base64.b64encode(payload).decode(),
-            }
-            await self._send({"event": "media", "media": media})
-            sent = time.monotonic()
-            self.lateness_s.append(sent - next_at)
-            if clip is not None:
-                if index == clip.first_loud:
-                    self._spoke_at = sent
-                if index == clip.last_loud and self._said is not None:
-                    self._said.set_result((self._spoke_at, sent))
-                self._index += 1
-                if self._index == len(clip.frames):
-                    self._clip = None
-            next_at += FRAME_S
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    async def send_frame(self, frame: bytes | None) -> None:
+        self.chunk += 1
+        media = {
+            "track": "inbound",
+            "chunk": str(self.chunk),
+            "timestamp": str(self.chunk * 20),
+            "payload": base64.b64encode(frame if frame is not None else ULAW_SILENCE).decode(),
+        }
+        await self._send({"event": "media", "media": media})
 
 
 _numbers = itertools.count(1)
@@ -273,40 +257,6 @@ async def phone_call(port: int, call_token: str, tag: str, lateness_s: list[floa
                 with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                     await task
             lateness_s.extend(call.lateness_s)
-
-
-Dial = Callable[[int, str, str, list[float]], contextlib.AbstractAsyncContextManager[VoiceCall]]
-
-
-async def speak(call: VoiceCall, clips: dict[str, Clip], wanted: int, offset: int) -> list[Turn]:
-    turns: list[Turn] = []
-    for text in plan(wanted + wanted // 4 + 1, offset):
-        if sum(1 for t in turns if t.latency_s is not None) >= wanted:
-            break
-        turns.append(await call.turn(clips[text]))
-    return turns
-
-
-async def level(
-    dial: Dial, port: int, clips: dict[str, Clip], calls: int, wanted: int, prefix: str, lateness_s: list[float]
-) -> list[Turn]:
-    """`calls` people, each on its own call, warm up, then say `wanted` things each, the
-    calls' turns STAGGER_S apart."""
-    barrier = asyncio.Barrier(calls)
-    turns: list[Turn] = []
-
-    async def person(index: int) -> None:
-        tag = f"{prefix}-{index}"
-        async with dial(port, await token_for(port, f"voice-bench-{tag}"), tag, lateness_s) as call:
-            await call.turn(clips[WARM_UP[0]])
-            await barrier.wait()
-            await asyncio.sleep(index * STAGGER_S)
-            turns.extend(await speak(call, clips, wanted, offset=1 + 3 * index))
-
-    async with asyncio.TaskGroup() as group:
-        for index in range(calls):
-            group.create_task(person(index))
-    return turns
 
 
 def from_timeline(turns: list[Turn], timelines: dict[str, list[dict[str, Any]]]) -> None:
@@ -473,16 +423,12 @@ def parse_args() -> argparse.Namespace:
 
 async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    work = Path(tempfile.mkdtemp(prefix="avagenc-bench-phone-"))
-    try:
+    with logs_kept_on_failure("avagenc-bench-phone-") as work:
         levels, context = await measure(args, admin_url, pg_source, work)
-    except BaseException:
-        print(f"the server's log is kept at {work / 'server.log'}", file=sys.stderr)
-        raise
     context.update(elapsed_s=time.perf_counter() - started, load_before=load_before, load_after=os.getloadavg()[0])
     text = report(levels, context)
     print(text)
-    args.out.write_text(text)
+    write(args.out, text)
     wanted = {name: (args.utterances if "1 call" in name else args.calls * args.per_call) for name in levels}
     short = [name for name, turns in levels.items() if len(latencies(turns)) * 2 < wanted[name]]
     if short:
@@ -494,13 +440,7 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
 
 def main() -> None:
     args = parse_args()
-    with postgres() as (admin_url, pg_source), asyncio.Runner() as runner:
-        try:
-            status = runner.run(run(args, admin_url, pg_source))
-        except BenchFailed as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            status = 1
-    sys.exit(status)
+    exit_with(lambda admin_url, pg_source: run(args, admin_url, pg_source))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+from bench.report import write
 from voice.agent import last_user_text
 from voice.engines.espeak import synthesize
 from voice.engines.whisper import WhisperSTTService, preload_whisper
@@ -144,6 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     text, ok = asyncio.run(run(args.rounds))
     sys.stdout.write(text)
+    write("voice_speculation", text)
     if not ok:
         print("a turn ended without the words said", file=sys.stderr)
     sys.exit(0 if ok else 1)

@@ -44,7 +44,8 @@ from pydantic import SecretStr
 
 from app.server import running
 from bench.databases import migrated
-from bench.turn_overhead import BenchFailed, postgres
+from bench.report import kept
+from bench.servers import BenchFailed, postgres
 from settings import Settings
 
 # The measured person's history on the empty side (a few pages).
@@ -360,4 +361,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with kept("year_of_data"):
+        asyncio.run(main())
