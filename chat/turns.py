@@ -426,6 +426,9 @@ class Turns:
         self._speculations: dict[str, Speculation] = {}
         self._dropped: dict[str, list[Speculation]] = {}
         self._posting: dict[str, int] = {}  # turns of each person under way in this process
+        # Guesses being made, by person: a turn that begins meanwhile takes the entry away,
+        # so the guess, made for the thread as it was, is never registered after it.
+        self._guessing: dict[str, object] = {}
 
     async def foresee(self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo) -> bool:
         """The person's words as heard so far on a call, before their turn has ended:
@@ -439,6 +442,19 @@ class Turns:
         current = self._speculations.get(person.id)
         if current is not None and current.words == words_of(text):
             return False
+        token = self._guessing[person.id] = object()
+        try:
+            return await self._foresee(person, text=text, channel=channel, zone=zone, token=token)
+        finally:
+            if self._guessing.get(person.id) is token:
+                del self._guessing[person.id]
+
+    async def _foresee(self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, token: object) -> bool:
+        def overtaken() -> bool:
+            """A turn began while the guess was being made (it may have ended already), or
+            another guess began after this one."""
+            return bool(self._posting.get(person.id)) or self._guessing.get(person.id) is not token
+
         self.unforeseen(person.id)
         if (
             channel == "text"
@@ -453,8 +469,8 @@ class Turns:
         tools = self._toolbox.tools_for(lead.name, self._context(person, channel, zone, lead, run_id="speculation"))
         if any(t.primed for t in tools) or await self._wallet.balance_micros(person.id) <= 0:
             return False
-        if self._posting.get(person.id) or person.id in self._speculations:
-            return False  # a turn (or another guess) began while the balance was read
+        if overtaken():
+            return False
         now = self._clock()
         page = await self._threads.recent(person.id, limit=_HISTORY_ROWS_MAX)
         recent = list(page.messages)
@@ -473,7 +489,7 @@ class Turns:
         guess.rendered = dict(page.memo((zone.key, person.name)))
         history, previous_at = await self._history(guess, [words])
         facts = await self._facts_about(person.id, text) if self._facts is not None else ()
-        if self._posting.get(person.id) or person.id in self._speculations:
+        if overtaken():
             return False
         session = Session(now=now, time_zone=zone, previous_message_at=previous_at, facts=facts)
         request = ModelRequest(
@@ -589,6 +605,7 @@ class Turns:
         # waits for the thread and writes the message: it depends on nothing but the words.
         facts = self._look_up_facts(person, text) if speculation is None else None
         self._posting[person.id] = self._posting.get(person.id, 0) + 1
+        self._guessing.pop(person.id, None)
         try:
             async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
                 # Checked again under the lock: the first attempt may have just finished.
