@@ -84,6 +84,7 @@ class Speculation:
 
     def begin(self, task: asyncio.Task[ModelResponse]) -> None:
         self._task = task
+        task.add_done_callback(_seen)
 
     async def adopt(self, on_text: Callable[[str], None], stop: StopSignal | None) -> ModelResponse:
         """The call as the turn's own: what it wrote so far is heard now, the rest as it
@@ -106,15 +107,24 @@ class Speculation:
         anything, or did not report in time)."""
         assert self._task is not None, "a speculation is begun before it is billed"
         assert self._stop.is_set(), "only a dropped speculation is billed"
-        try:
-            async with asyncio.timeout(SETTLE_TIMEOUT_S):
-                response = await asyncio.shield(self._task)
-        except TimeoutError:
-            self._task.cancel()
+        task = self._task
+        await asyncio.wait({task}, timeout=SETTLE_TIMEOUT_S)  # never raises the call's error
+        if not task.done():
+            task.cancel()
             with contextlib.suppress(BaseException):
-                await self._task
+                await task
             return None
-        except Exception as exc:  # a stream that broke still reports what it sent
-            usage = getattr(exc, "usage", Usage())
+        if task.cancelled():
+            return None
+        if (error := task.exception()) is not None:  # a stream that broke still reports what it sent
+            usage = getattr(error, "usage", Usage())
             return Consumed(self.request.model, usage) if usage != Usage() else None
+        response = task.result()
         return Consumed(response.model or self.request.model, response.usage)
+
+
+def _seen(task: asyncio.Task[ModelResponse]) -> None:
+    """A call never adopted nor billed (its call ended, no turn came) still has its outcome
+    collected, so asyncio never reports it as lost."""
+    if not task.cancelled():
+        task.exception()
