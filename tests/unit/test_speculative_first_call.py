@@ -187,3 +187,35 @@ async def test_a_message_from_another_door_meanwhile_makes_the_turn_call_anew(si
     [first_run] = await w.runs.of_origin(me.id, tea.id)
     assert first_run.model_calls == 2 and first_run.usage["prompt_tokens"] == 100 + 110
     await wallet_exact(w, me.id, run.cost_micros + first_run.cost_micros)
+
+
+async def test_no_guess_on_an_empty_wallet_nor_by_text(sim: SimulatedGemini) -> None:
+    w, model = await gemini_world(sim)
+    try:
+        nobody, _ = await w.people.sign_in_local("Nobody")  # never granted anything
+        assert not await w.turns.foresee(nobody, text="what time is it", channel="voice", zone=JAKARTA)
+        me = await w.person()
+        assert not await w.turns.foresee(me, text="hello", channel="text", zone=JAKARTA), "text never guesses"
+    finally:
+        await model.aclose()
+    assert sim.served == []
+
+
+async def test_a_guess_left_when_the_call_ended_is_billed_with_the_next_turn(sim: SimulatedGemini) -> None:
+    sim.responder = scripted_responder(
+        [Answer(text="Sure. #neutral#", prompt_tokens=150), Answer(text="Hi Budi!", prompt_tokens=90)]
+    )
+    w, model = await gemini_world(sim)
+    try:
+        me = await w.person()
+        assert await w.turns.foresee(me, text="turn it up", channel="voice", zone=JAKARTA)
+        await asyncio.sleep(0.05)
+        w.turns.unforeseen(me.id)  # the call ended before the turn did
+        assert await w.thread(me) == []
+        result = await w.turns.post(me, text="hi", channel="text", zone=JAKARTA)  # later, by text
+    finally:
+        await model.aclose()
+    [run] = result.runs
+    assert run.model_calls == 2 and run.usage["prompt_tokens"] == 150 + 90
+    assert await w.thread(me) == [("human", "hi"), ("ava", "Hi Budi!")]
+    await wallet_exact(w, me.id, run.cost_micros)
