@@ -197,13 +197,14 @@ def build_call(
         heard, ended, spoken = [hearing], [turning], [speaking]
     if narrowband and isinstance(stt, BandAware):
         stt.hear_narrowband()
+    stop = turn_stop(timing, language, foresight)
     if foresight is not None and timing.speculative_first_call and isinstance(stt, Foreseeing):
-        stt.set_foresight(foresight)
+        stt.set_foresight(stop.guesses())  # its guesses, with the turn's earlier words
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
             vad_analyzer=call_vad(timing, stt),
-            user_turn_strategies=UserTurnStrategies(stop=[turn_stop(timing, language, foresight)]),
+            user_turn_strategies=UserTurnStrategies(stop=[stop]),
             # A turn that ends with no words runs nothing. Pipecat's default "recovery" adds a
             # developer note and resends the context, whose newest user message is the
             # previous one: Ava answered that request twice when Whisper was slow.

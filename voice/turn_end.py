@@ -21,7 +21,10 @@ nothing and are right on the requests people make of Ava (BENCHMARKS.md).
 
 The wait is also when Ava's answer can begin: when the words sound finished and the turn
 is still waiting, they are handed to a `Foresight` (`heard`), which begins the turn's first
-model call on them (chat.speculation); speaking again (`resumed`) withdraws them.
+model call on them (chat.speculation); speaking again (`resumed`) withdraws them. A
+recogniser that guesses at the words during the pause, before the VAD's stop, tells its
+guess here too (`guesses`), so the words handed on are the whole turn's: what was heard
+before an earlier stop, and the guess at what came after it.
 """
 
 from __future__ import annotations
@@ -132,9 +135,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
             self._stopped_at = None
             self._heard = False
             await self._cancel_timer()
-            if self._foreseen and self._foresight is not None:
-                self._foreseen = False
-                self._foresight.resumed()
+            self.went_on()
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
             self._stopped_at = self._clock()
@@ -151,6 +152,24 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
     def text(self) -> str:
         """What the person has said in this turn so far."""
         return self._text
+
+    def guesses(self) -> Foresight:
+        """Where a recogniser tells its guess at the words since the last stop."""
+        return _Guesses(self)
+
+    def guessed(self, words: str) -> None:
+        """A guess at the words said since the last stop: the turn's words so far with it
+        go to the foresight when they sound finished."""
+        whole = f"{self._text} {words.strip()}".strip()
+        if self._foresight is not None and sounds_finished(whole, self._language):
+            self._foreseen = True
+            self._foresight.heard(whole)
+
+    def went_on(self) -> None:
+        """The person went on after the pause a guess was made at."""
+        if self._foreseen and self._foresight is not None:
+            self._foreseen = False
+            self._foresight.resumed()
 
     async def _decide(self) -> None:
         """End the turn if its wait is over, else wait for the rest of it."""
@@ -190,3 +209,16 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self._stopped_at = None
         self._heard = False
         await self._cancel_timer()
+
+
+class _Guesses:
+    """A recogniser's guesses, told to the turn they belong to (`FinishedWordsStop.guesses`)."""
+
+    def __init__(self, stop: FinishedWordsStop) -> None:
+        self._stop = stop
+
+    def heard(self, text: str) -> None:
+        self._stop.guessed(text)
+
+    def resumed(self) -> None:
+        self._stop.went_on()

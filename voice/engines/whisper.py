@@ -44,9 +44,10 @@ falls quiet) starts transcribing what was said so far at once; `speech_resumed` 
 went on talking) discards it. When the VAD's stop then arrives for the same utterance
 with nothing audible after the pause, the speculative transcript is used and Whisper's
 time overlaps the stop wait; otherwise the whole utterance is transcribed as before.
-A guess whose words sound finished is also told, the moment it is in, to the call's
-`Foresight` (`set_foresight`), which begins Ava's first model call on them while the VAD's
-stop and the turn-end wait still run (chat.speculation); going on speaking withdraws it.
+Each guess is also told, the moment it is in, to a `Foresight` (`set_foresight`: the
+turn's end, voice.turn_end, which adds the turn's earlier words and begins Ava's first model
+call on them when they sound finished, chat.speculation) while the VAD's stop and the
+turn-end wait still run; going on speaking withdraws it.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
-from voice.turn_end import Foresight, sounds_finished
+from voice.turn_end import Foresight
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -435,7 +436,7 @@ class WhisperSTTService(SegmentedSTTService):
         if done.exception() is not None:
             return
         text = done.result().strip()
-        if text and sounds_finished(text, self.recogniser.language):
+        if text:  # whether the words sound finished is for whoever hears them (voice.turn_end)
             self._foreseen = True
             self._foresight.heard(text)
 
