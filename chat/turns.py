@@ -467,9 +467,40 @@ class Turns:
             return False
         lead = AGENTS[route(text)]
         tools = self._toolbox.tools_for(lead.name, self._context(person, channel, zone, lead, run_id="speculation"))
-        if any(t.primed for t in tools) or await self._wallet.balance_micros(person.id) <= 0:
+        if any(t.primed for t in tools):
             return False
-        if overtaken():
+        # Looked up on its own connection meanwhile, as a turn does: every millisecond the
+        # guess takes is one less of the call's lead on the turn.
+        lookup = self._look_up_facts(person, text)
+        try:
+            return await self._guess(
+                person,
+                text=text,
+                channel=channel,
+                zone=zone,
+                lead=lead,
+                tools=tools,
+                lookup=lookup,
+                overtaken=overtaken,
+            )
+        finally:
+            if lookup is not None and not lookup.done():
+                lookup.cancel()
+
+    async def _guess(
+        self,
+        person: Person,
+        *,
+        text: str,
+        channel: Channel,
+        zone: ZoneInfo,
+        lead: AgentSpec,
+        tools: list[Tool],
+        lookup: asyncio.Task[tuple[str, ...]] | None,
+        overtaken: Callable[[], bool],
+    ) -> bool:
+        """`foresee`'s request, built and sent (see there)."""
+        if await self._wallet.balance_micros(person.id) <= 0 or overtaken():
             return False
         now = self._clock()
         page = await self._threads.recent(person.id, limit=_HISTORY_ROWS_MAX)
@@ -488,7 +519,7 @@ class Turns:
         guess = _Turn(person=person, channel=channel, zone=zone, origin=words, written=[words], recent=recent)
         guess.rendered = dict(page.memo((zone.key, person.name)))
         history, previous_at = await self._history(guess, [words])
-        facts = await self._facts_about(person.id, text) if self._facts is not None else ()
+        facts = await lookup if lookup is not None else ()
         if overtaken():
             return False
         session = Session(now=now, time_zone=zone, previous_message_at=previous_at, facts=facts)
