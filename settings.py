@@ -175,6 +175,9 @@ class Settings(BaseSettings):
     voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
     # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.
     voice_pause_s: float = Field(default=0.06, ge=0, le=2)
+    # On a call, begin Ava's first model call on the speculative transcript while the turn
+    # ends, adopted when the turn ends on the same words (chat/speculation.py).
+    speculative_first_call: bool = True
     # Load the speech-to-text model at startup (in the background) instead of on the first call.
     voice_preload: bool = True
     # `avagenc serve` answers /readyz and text before the call doors (Pipecat, WebRTC, the

@@ -115,6 +115,7 @@ def build_voice(
             finished_timeout_s=settings.voice_finished_timeout_s,
             vad_start_s=settings.voice_vad_start_s,
             pause_s=settings.voice_pause_s,
+            speculative_first_call=settings.speculative_first_call,
         ),
     )
     voice.registry.slots = CallSlots.for_url(dsn)  # one call per person across every instance

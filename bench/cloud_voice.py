@@ -27,7 +27,12 @@ Modes, alternating turn by turn on the same server and simulator:
   comes with her handoff, a lone specialist's answer is said as it is (no relay call), and
   a specialist said aloud writes its done sentence beside its command, said once the
   command succeeds (no model call to write it);
-- *no result ahead*: streaming as it was before that last change (the simulated model
+- *speculating*: streaming, with Ava's first call begun on the speculative transcript
+  (`Turns.foresee`, chat.speculation) `SPECULATIVE_TRANSCRIPT_AHEAD_S` before the turn
+  ends, as the call door does when the words are in during the turn-end wait; on every
+  `--went-on-every`th such turn the person goes on speaking after a first guess at fewer
+  words (that guess is dropped and billed), the rest adopt it;
+- *no result ahead* (`--modes` to include it): streaming as it was before that last change (the simulated model
   writes nothing beside the command, so the specialist is asked once more to say it),
   the same-run measure of what the change bought.
 
@@ -55,16 +60,20 @@ from pydantic import SecretStr
 from agents import ModelRequest, Segment, SpokenReply
 from agents.offline.ava import ACKNOWLEDGEMENTS
 from app.server import Services, running
-from bench.cloudsim.gemini import Answer, Responder, SimulatedGemini, offline_responder
+from bench.cloudsim.gemini import Answer, Responder, Served, SimulatedGemini, offline_responder
 from bench.cloudsim.latency import (
     GEMINI_2_5_FLASH,
     GOOGLE_STT_FINAL,
     GOOGLE_TTS_STREAMING_FIRST_BYTE,
     OFFLINE_HEARING_S,
     OFFLINE_SPEECH_FIRST_AUDIO_S,
+    SPECULATIVE_TRANSCRIPT_AHEAD_S,
+    WENT_ON_AFTER_S,
 )
 from bench.report import RESULTS, write
+from chat import Person
 from settings import Settings
+from telemetry import metrics
 
 # A voice reads about 15 characters a second (~150 words a minute): how long a sentence
 # keeps the next one waiting.
@@ -82,7 +91,8 @@ SCENARIOS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("turn on the bedroom light and play some jazz", "turn off the bedroom light and stop the music"),
     ),
 )
-MODES = ("today", "no result ahead", "streaming")
+MODES = ("today", "no result ahead", "streaming", "speculating")
+DEFAULT_MODES = ("today", "streaming", "speculating")
 # What a specialist said aloud reads (agents/layers/channel_voice_specialist.txt).
 SAID_ALOUD = "[SAID ON A CALL]"
 
@@ -102,6 +112,9 @@ class TurnRecord:
     waits: list[tuple[float, float]] = field(default_factory=list)
     model_calls: int = 0
     answered: bool = True
+    speculated: int = 0  # first calls begun before the turn ended
+    adopted: int = 0  # of those, taken by the turn as its first call
+    cost_micros: int = 0  # what the turn took from the wallet
 
     def waited_until(self, ready_s: float) -> float:
         """The simulated model time of this turn until `ready_s` after it began."""
@@ -151,13 +164,39 @@ class Decisions:
         return answer
 
 
+async def foresee(services: Services, person: Person, text: str, *, went_on: bool) -> int:
+    """What the call door does while the person's turn ends: Ava's first call begun on the
+    speculative transcript, `SPECULATIVE_TRANSCRIPT_AHEAD_S` before the turn ends (after a
+    guess at fewer words, dropped when they go on, if `went_on`); how many were begun."""
+    begun = 0
+    if went_on:
+        fewer = " ".join(text.split()[:-1])
+        begun += await services.turns.foresee(person, text=fewer, channel="voice", zone=ZONE)
+        await asyncio.sleep(WENT_ON_AFTER_S)
+        services.turns.unforeseen(person.id)
+    started = time.monotonic()
+    begun += await services.turns.foresee(person, text=text, channel="voice", zone=ZONE)
+    await asyncio.sleep(max(0.0, SPECULATIVE_TRANSCRIPT_AHEAD_S - (time.monotonic() - started)))
+    return begun
+
+
 async def one_turn(
-    services: Services, sim: SimulatedGemini, person_id: str, scenario: str, mode: str, text: str
+    services: Services,
+    sim: SimulatedGemini,
+    person_id: str,
+    scenario: str,
+    mode: str,
+    text: str,
+    *,
+    went_on: bool = False,
 ) -> TurnRecord:
     person = await services.people.get(person_id)
     assert person is not None
     served_before = len(sim.served)
-    record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic())
+    balance_before = await services.wallet.balance_micros(person_id)
+    adopted_before = metrics.speculations.value(outcome="adopted")
+    speculated = await foresee(services, person, text, went_on=went_on) if mode == "speculating" else 0
+    record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic(), speculated=speculated)
 
     def heard(reply: SpokenReply) -> None:
         at = time.monotonic() - record.started
@@ -177,10 +216,21 @@ async def one_turn(
         stop=stop if mode != "today" else None,
     )
     served = [s for s in sim.served[served_before:] if not s.structured]
-    record.waits = [w for s in served for w in s.waits]
+    # The floor sums the waits on the turn's path: a dropped guess (its newest line ends on
+    # the fewer words) ran beside it, so it is paid for (counted in calls) but not waited on.
+    fewer = "] " + " ".join(text.split()[:-1])
+    on_path = [s for s in served if not (went_on and _last_line(s).endswith(fewer))]
+    record.waits = [w for s in on_path for w in s.waits]
     record.model_calls = len(served)
     record.answered = bool(record.heard)
+    record.adopted = int(metrics.speculations.value(outcome="adopted") - adopted_before)
+    record.cost_micros = balance_before - await services.wallet.balance_micros(person_id)
     return record
+
+
+def _last_line(served: Served) -> str:
+    contents = served.request.contents if served.request is not None else ()
+    return contents[-1].text if contents else ""
 
 
 def quantiles(values: list[float]) -> tuple[float, float]:
@@ -190,7 +240,9 @@ def quantiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), cuts[18]
 
 
-def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load: str) -> tuple[str, bool]:
+def report(
+    records: list[TurnRecord], rng: random.Random, elapsed_s: float, load: str, modes: tuple[str, ...]
+) -> tuple[str, bool]:
     lines = [
         "## Voice on the cloud path (bench/cloud_voice.py)",
         "",
@@ -205,7 +257,7 @@ def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load
     for scenario, _ in SCENARIOS:
         for engines in ("offline", "all simulated"):
             today_p50 = today_confirm_p50 = float("nan")
-            for mode in MODES:
+            for mode in modes:
                 of = [r for r in records if r.scenario == scenario and r.mode == mode]
                 times = []
                 for r in of:
@@ -240,6 +292,25 @@ def report(records: list[TurnRecord], rng: random.Random, elapsed_s: float, load
                 )
     unanswered = sum(not r.answered for r in records)
     lines += ["", f"Turns with nothing said: {unanswered}."]
+    if "speculating" in modes and "streaming" in modes:
+        lines += [
+            "",
+            "| scenario | speculating turns | first calls begun | adopted | cost/turn streaming | "
+            "cost/turn speculating | extra per turn |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for scenario, _ in SCENARIOS:
+            on = [r for r in records if r.scenario == scenario and r.mode == "speculating"]
+            off = [r for r in records if r.scenario == scenario and r.mode == "streaming"]
+            if not on or not off:
+                continue
+            begun, adopted = sum(r.speculated for r in on), sum(r.adopted for r in on)
+            cost_on = statistics.mean(r.cost_micros for r in on)
+            cost_off = statistics.mean(r.cost_micros for r in off)
+            lines.append(
+                f"| {scenario} | {len(on)} | {begun} | {adopted} ({adopted / max(begun, 1):.0%}) "
+                f"| {cost_off:,.0f} µRp | {cost_on:,.0f} µRp | {cost_on - cost_off:+,.0f} µRp |"
+            )
     return "\n".join(lines), ok and not unanswered
 
 
@@ -269,25 +340,33 @@ async def measure(args: argparse.Namespace) -> int:
             SimulatedGemini(decisions, latency=GEMINI_2_5_FLASH, seed=args.seed) as sim,
             product(sim, Path(folder)) as services,
         ):
+            modes: tuple[str, ...] = args.modes
             people: dict[tuple[str, str], str] = {}
+            speculating = 0
             for scenario, _ in SCENARIOS:
-                for mode in MODES:
+                for mode in modes:
                     person, _ = await services.people.sign_in_local(f"Budi {scenario} {mode}")
                     await services.wallet.grant_signup(person.id)
                     people[(scenario, mode)] = person.id
             records: list[TurnRecord] = []
             for index in range(args.turns + 1):  # the first round warms connections and caches
                 for scenario, requests in SCENARIOS:
-                    for mode in MODES if index % 2 else reversed(MODES):
+                    for mode in modes if index % 2 else tuple(reversed(modes)):
                         decisions.mode = mode
                         text = requests[index % len(requests)]
-                        record = await one_turn(services, sim, people[(scenario, mode)], scenario, mode, text)
+                        went_on = False
+                        if mode == "speculating" and index:
+                            speculating += 1
+                            went_on = args.went_on_every > 0 and speculating % args.went_on_every == 0
+                        record = await one_turn(
+                            services, sim, people[(scenario, mode)], scenario, mode, text, went_on=went_on
+                        )
                         if index:
                             records.append(record)
             verified = await services.ledger.verify()
     elapsed = time.monotonic() - started
     load = f"load average {load_before} before, {_load()} after (2 cores shared)"
-    text, ok = report(records, random.Random(args.seed), elapsed, load)
+    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes)
     text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
     print(text)
     write(args.out, text)
@@ -305,6 +384,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=100, help="measured turns per scenario and mode")
     parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument(
+        "--modes",
+        type=lambda v: tuple(m.strip() for m in v.split(",")),
+        default=DEFAULT_MODES,
+        help=f"comma-separated, from {', '.join(MODES)} (default: {','.join(DEFAULT_MODES)})",
+    )
+    parser.add_argument(
+        "--went-on-every",
+        type=int,
+        default=5,
+        help="every Nth speculating turn the person goes on after a first guess (0: never)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "cloud_voice.md", help="also write the report here")
     return parser.parse_args(argv)
 

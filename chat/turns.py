@@ -57,6 +57,7 @@ from chat.ports import RunStore, ThreadStore
 from chat.routing import route
 from chat.runs import Run
 from chat.speaking import Speaking
+from chat.speculation import DROPPED_MAX, Speculation, words_of
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
@@ -162,6 +163,9 @@ class _Turn:
     say: Callable[[Segment], None] | None = None
     stop: StopSignal | None = None
     lead_speaking: Speaking | None = None  # set when the lead's run speaks as it goes
+    # On a call: the lead's first model call, begun on the person's words before their
+    # turn ended (chat.speculation); adopted by the lead's first call, or dropped and billed.
+    speculation: Speculation | None = None
 
     def wrote(self, message: Message) -> None:
         self.written.append(message)
@@ -191,6 +195,9 @@ class _Recorder:
         # (its reply may already be out), as a charge failing inside the run used to.
         self.failed = False
         self.charged = False
+        # Dropped speculative calls recorded ahead of the run's own (chat.speculation): the
+        # run's calls are numbered after them.
+        self.ahead = 0
 
     def _write(
         self,
@@ -215,6 +222,35 @@ class _Recorder:
         self._turn.books.write(tracked, unwritten=unwritten)
 
     async def model_called(self, *, index: int, model: str, usage: Usage) -> None:
+        charge, written, unwritten = await self._called(index + self.ahead, model, usage)
+        # A charge the books never start (no connection for them) is the sweep's at once.
+        self._write(charge, then=written, unwritten=unwritten)
+
+    def dropped(self, speculation: Speculation) -> None:
+        """A speculative first call the run did not adopt: recorded as one of the run's
+        calls, ahead of its own, and charged what it consumed, once it has said (its stream
+        reports at its next piece). Waited for on the books, in order, so the run's end
+        carries its cost; in the outbox from the moment its usage is known."""
+        self.ahead += 1
+        index = self.ahead
+
+        async def bill() -> object:
+            consumed = await speculation.consumed()
+            if consumed is None:
+                log.warning("run %s: a dropped speculative call reported no usage", self._run.id)
+                return None
+            charge, written, _ = await self._called(index, consumed.model, consumed.usage)
+            result = await charge()
+            written()
+            return result
+
+        self._write(bill)
+
+    async def _called(
+        self, index: int, model: str, usage: Usage
+    ) -> tuple[Callable[[], Awaitable[object]], Callable[[], None], Callable[[], None]]:
+        """A model call of the run returned: counted, priced, in the outbox; returns its
+        charge, what to do once it is written, and what to do if it never is."""
         run, spent, turn = self._run, usage.as_dict(), self._turn
         try:
             cost: int | None = await self._wallet.cost_of_call(model=model, usage=spent)
@@ -247,9 +283,8 @@ class _Recorder:
             with span("charge", within=where, run=run.id, index=index, model=model):
                 return await self._wallet.charge(call, announce=False)
 
-        # A charge the books never start (no connection for them) is the sweep's at once.
-        self._write(charge, then=written, unwritten=lambda: self._wallet.outbox.failed(call))
         self.charged = True
+        return charge, written, lambda: self._wallet.outbox.failed(call)
 
     async def tool_called(self, *, name: str, args: dict[str, Any], result: dict[str, Any]) -> None:
         run_id = self._run.id
@@ -278,13 +313,37 @@ class _Metered:
     """The model as a turn's runs call it: each call asks first whether the wallet still
     holds something (`Turns._may_call`), so a run stops before a call it could not pay for."""
 
-    def __init__(self, model: Model, may_call: Callable[[], Awaitable[bool]]) -> None:
+    def __init__(
+        self,
+        model: Model,
+        may_call: Callable[[], Awaitable[bool]],
+        *,
+        turn: _Turn | None = None,
+        dropped: Callable[[Speculation], None] | None = None,
+    ) -> None:
         self._model = model
         self._may_call = may_call
+        # The lead's run: its first call may be the speculation begun on the person's words.
+        self._turn = turn
+        self._dropped = dropped
+
+    def _speculation(self) -> Speculation | None:
+        """The turn's speculation, taken by the first call that asks (never by a later one)."""
+        if self._turn is None or self._turn.speculation is None:
+            return None
+        speculation, self._turn.speculation = self._turn.speculation, None
+        return speculation
+
+    def _drop(self, speculation: Speculation) -> None:
+        speculation.drop()
+        if self._dropped is not None:
+            self._dropped(speculation)
 
     async def generate(self, *, request: ModelRequest) -> ModelResponse:
         if not await self._may_call():
             raise _WalletEmptyMidRun("the wallet is empty")
+        if (speculation := self._speculation()) is not None:
+            self._drop(speculation)  # a speculation is only adopted by a call that speaks
         return await self._model.generate(request=request)
 
     async def stream(
@@ -293,6 +352,14 @@ class _Metered:
         """The same call, its text heard as it arrives (streamed when the model can)."""
         if not await self._may_call():
             raise _WalletEmptyMidRun("the wallet is empty")
+        if (speculation := self._speculation()) is not None:
+            if speculation.request == request:
+                # The very request this call would send, in flight since the person's words
+                # were heard: its answer is this call's (docs/agents.md#a-speculative-first-call).
+                metrics.speculations.inc(outcome="adopted")
+                return await speculation.adopt(on_text, stop)
+            metrics.speculations.inc(outcome="differed")
+            self._drop(speculation)
         return await generate_streaming(self._model, request, on_text, stop)
 
 
@@ -354,6 +421,142 @@ class Turns:
         self._facts = facts
         # Where a turn's bookkeeping writes run (chat.bookkeeping); None: where the turn's do.
         self._apart = apart
+        # On calls (chat.speculation): each person's first call begun on their words, and
+        # those dropped, waiting to be billed with the person's next turn.
+        self._speculations: dict[str, Speculation] = {}
+        self._dropped: dict[str, list[Speculation]] = {}
+        self._posting: dict[str, int] = {}  # turns of each person under way in this process
+        # Guesses being made, by person: a turn that begins meanwhile takes the entry away,
+        # so the guess, made for the thread as it was, is never registered after it.
+        self._guessing: dict[str, object] = {}
+
+    async def foresee(self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo) -> bool:
+        """The person's words as heard so far on a call, before their turn has ended:
+        begin the turn's first model call on them (chat.speculation), with the request the
+        turn would send if it ended now on these words. The turn that does end adopts it
+        when its words are the same (`post`); anything else drops it, and it is billed with
+        the person's next turn. Nothing is written. False when none was begun: the same
+        words are already being foreseen, a turn of theirs is under way (the thread will
+        change), the words are not a message, a lead would prime tools first, or the wallet
+        is empty."""
+        current = self._speculations.get(person.id)
+        if current is not None and current.words == words_of(text):
+            return False
+        token = self._guessing[person.id] = object()
+        try:
+            return await self._foresee(person, text=text, channel=channel, zone=zone, token=token)
+        finally:
+            if self._guessing.get(person.id) is token:
+                del self._guessing[person.id]
+
+    async def _foresee(self, person: Person, *, text: str, channel: Channel, zone: ZoneInfo, token: object) -> bool:
+        def overtaken() -> bool:
+            """A turn began while the guess was being made (it may have ended already), or
+            another guess began after this one."""
+            return bool(self._posting.get(person.id)) or self._guessing.get(person.id) is not token
+
+        self.unforeseen(person.id)
+        if (
+            channel == "text"
+            or self._posting.get(person.id)
+            or len(self._dropped.get(person.id, ())) >= DROPPED_MAX
+            or not words_of(text)
+            or len(text) > TEXT_CHARS_MAX
+            or is_unkeepable(text)
+        ):
+            return False
+        lead = AGENTS[route(text)]
+        tools = self._toolbox.tools_for(lead.name, self._context(person, channel, zone, lead, run_id="speculation"))
+        if any(t.primed for t in tools):
+            return False
+        # Looked up on its own connection meanwhile, as a turn does: every millisecond the
+        # guess takes is one less of the call's lead on the turn.
+        lookup = self._look_up_facts(person, text)
+        try:
+            return await self._guess(
+                person,
+                text=text,
+                channel=channel,
+                zone=zone,
+                lead=lead,
+                tools=tools,
+                lookup=lookup,
+                overtaken=overtaken,
+            )
+        finally:
+            if lookup is not None and not lookup.done():
+                lookup.cancel()
+
+    async def _guess(
+        self,
+        person: Person,
+        *,
+        text: str,
+        channel: Channel,
+        zone: ZoneInfo,
+        lead: AgentSpec,
+        tools: list[Tool],
+        lookup: asyncio.Task[tuple[str, ...]] | None,
+        overtaken: Callable[[], bool],
+    ) -> bool:
+        """`foresee`'s request, built and sent (see there)."""
+        if await self._wallet.balance_micros(person.id) <= 0 or overtaken():
+            return False
+        now = self._clock()
+        page = await self._threads.recent(person.id, limit=_HISTORY_ROWS_MAX)
+        recent = list(page.messages)
+        words = Message(
+            id="speculation",
+            seq=(recent[-1].seq + 1) if recent else 1,
+            author="human",
+            text=text,
+            channel=channel,
+            run_id=None,
+            created_at=now,
+        )
+        # A turn of its own to read the thread as the real one will: the lines rendered
+        # for the page are copied, so the guessed message never stays among them.
+        guess = _Turn(person=person, channel=channel, zone=zone, origin=words, written=[words], recent=recent)
+        guess.rendered = dict(page.memo((zone.key, person.name)))
+        history, previous_at = await self._history(guess, [words])
+        facts = await lookup if lookup is not None else ()
+        if overtaken():
+            return False
+        session = Session(now=now, time_zone=zone, previous_message_at=previous_at, facts=facts)
+        request = ModelRequest(
+            model=self._model_name(lead.name),
+            system=compose(
+                agent=lead, channel=channel, trigger="human", session=session, team=self._toolbox.team(), speaks=True
+            ),
+            contents=tuple(
+                to_contents(
+                    history, agent_name=lead.name, person_name=person.name, time_zone=zone, rendered=guess.rendered
+                )
+            ),
+            tools=tuple(t.spec for t in tools),
+        )
+        speculation = Speculation(
+            person_id=person.id, text=text, agent=lead.name, now=now, facts=facts, request=request
+        )
+        speculation.begin(
+            asyncio.create_task(
+                generate_streaming(self._model, request, speculation.heard, speculation), name="turn-speculation"
+            )
+        )
+        self._speculations[person.id] = speculation
+        return True
+
+    def unforeseen(self, person_id: str) -> None:
+        """The words foreseen for the person no longer stand (they went on speaking, or
+        the call ended): their call is stopped, and billed with the person's next turn."""
+        speculation = self._speculations.pop(person_id, None)
+        if speculation is not None:
+            self._drop(speculation)
+
+    def _drop(self, speculation: Speculation) -> None:
+        speculation.drop()
+        metrics.speculations.inc(outcome="dropped")
+        self._dropped.setdefault(speculation.person_id, []).append(speculation)
 
     async def post(
         self,
@@ -420,9 +623,20 @@ class Turns:
                     earlier = await self._replay(person, client_id)
                     assert earlier is not None
             return earlier
+        # The first call begun on these words while the person's turn was ending: taken by
+        # this turn when the words are the same (the thread keeps them as the model read
+        # them), dropped otherwise (chat.speculation).
+        speculation = self._speculations.pop(person.id, None)
+        if speculation is not None and (channel == "text" or speculation.words != words_of(text)):
+            self._drop(speculation)
+            speculation = None
+        if speculation is not None:
+            text = speculation.text
         # What is known about the person is looked up on its own connection while the turn
         # waits for the thread and writes the message: it depends on nothing but the words.
-        facts = self._look_up_facts(person, text)
+        facts = self._look_up_facts(person, text) if speculation is None else None
+        self._posting[person.id] = self._posting.get(person.id, 0) + 1
+        self._guessing.pop(person.id, None)
         try:
             async with self._threads.turn(person.id, wait_s=self._thread_wait_s):
                 # Checked again under the lock: the first attempt may have just finished.
@@ -448,6 +662,9 @@ class Turns:
                     say=on_say if channel != "text" else None,
                     stop=stop,
                 )
+                if speculation is not None:
+                    turn.speculation, turn.facts = speculation, speculation.facts
+                    speculation = None  # the turn's now: adopted or dropped by its lead's run
                 with span("route") as routed:
                     lead = AGENTS[route(text)]
                     routed.set_attribute("avagenc.agent", lead.name)
@@ -459,8 +676,13 @@ class Turns:
                     # still ending (chat.recovery).
                     await turn.books.settled()
         finally:
+            self._posting[person.id] -= 1
+            if not self._posting[person.id]:
+                del self._posting[person.id]
             if facts is not None and not facts.done():
                 facts.cancel()  # the turn never needed them (a replay, an error)
+            if speculation is not None:
+                self._drop(speculation)  # the turn ended before it began (a replay, a 402)
         result = turn.result()
         if channel == "text":
             return result
@@ -652,6 +874,24 @@ class Turns:
         )
         return self._toolbox.tools_for(agent.name, context)
 
+    @staticmethod
+    def _context(person: Person, channel: Channel, zone: ZoneInfo, lead: AgentSpec, *, run_id: str) -> RunContext:
+        """A lead's context before its run exists (a speculation's): its tools' specs are
+        the run's; a handoff from it never runs."""
+
+        async def never(specialist: AgentSpec, tag: str, *, direct: bool = False) -> tuple[str, bool]:
+            raise ToolError("a speculative call runs no tools")
+
+        return RunContext(
+            person_id=person.id,
+            person_name=person.name,
+            zone=zone,
+            channel=channel,
+            trigger="human",
+            run_id=run_id,
+            delegate=never if lead.role == "lead" else None,
+        )
+
     async def _may_hand_on(self, turn: _Turn) -> bool:
         """Whether the wallet is not empty, counting the calls this turn has made (docs/money.md#the-guard:
         re-checked before each specialist run). Their charges may still be on the books:
@@ -744,8 +984,11 @@ class Turns:
         failure. A run stopped at an empty wallet fails, yet still says why."""
         pinned = [trigger_message] if trigger_message.id == turn.origin.id else [turn.origin, trigger_message]
         history, previous_at = await self._history(turn, pinned)
+        speculated = turn.speculation if run.parent_run_id is None else None
         session = Session(
-            now=self._clock(),
+            # A turn begun on foreseen words reads the clock they were heard at (the request
+            # it then sends is the one in flight since: chat.speculation).
+            now=speculated.now if speculated is not None else self._clock(),
             time_zone=turn.zone,
             previous_message_at=previous_at,
             facts=await self._facts_of(turn),
@@ -763,7 +1006,12 @@ class Turns:
         )
         try:
             outcome = await run_agent(
-                model=_Metered(self._model, lambda: self._may_call(turn)),
+                model=_Metered(
+                    self._model,
+                    lambda: self._may_call(turn),
+                    turn=turn if run.parent_run_id is None else None,
+                    dropped=recorder.dropped,
+                ),
                 model_name=self._model_name(agent.name),
                 system=system,
                 history=contents,
@@ -822,6 +1070,11 @@ class Turns:
         )
         turn.started(run)
         recorder = _Recorder(self._runs, self._wallet, turn, run)
+        if parent is None:
+            # Speculative calls of the person's that no turn adopted: billed as this run's
+            # first calls, before its own (chat.speculation).
+            for dropped in self._dropped.pop(turn.person.id, []):
+                recorder.dropped(dropped)
         # A specialist said aloud writes its done sentence beside its command: nothing of its
         # answer is said before that answer has ended (chat.speaking).
         speaking = (
@@ -843,6 +1096,12 @@ class Turns:
             )
             if error is not None:
                 running.set_attribute("avagenc.error", error[0])
+        if parent is None and turn.speculation is not None:
+            # The run ended before its first call took it (an empty wallet, a failure).
+            turn.speculation.drop()
+            metrics.speculations.inc(outcome="dropped")
+            recorder.dropped(turn.speculation)
+            turn.speculation = None
         if parent is None and turn.on_reply is not None:
             turn.on_reply(_unsaid(turn, reply))
         if reply:

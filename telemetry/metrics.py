@@ -264,6 +264,14 @@ class Metrics:
         self.model_cost = registry.add(
             Counter("avagenc_model_cost_micros_total", "What model calls cost, in micro-rupiah, by model", ("model",))
         )
+        self.speculations = registry.add(
+            Counter(
+                "avagenc_speculations_total",
+                "A call's first model calls begun before the turn ended, by outcome (adopted; dropped: "
+                "the words changed or the person went on; differed: the turn's request was not the same)",
+                ("outcome",),
+            )
+        )
         self.model_call_seconds = registry.add(
             Histogram(
                 "avagenc_model_call_seconds",

@@ -174,6 +174,44 @@ def _report_after_reply(said: asyncio.Future[SpokenReply], call_id: str) -> Call
     return report
 
 
+class CallForesight:
+    """The words of a call's turn about to end, handed to the chat before the turn ends, so
+    Ava's first model call begins on them (chat.speculation; voice.turn_end's `Foresight`).
+    A guess that cannot be made (the database away) is logged and the turn runs as before."""
+
+    def __init__(self, turns: Turns, call: Call, *, zone: ZoneInfo) -> None:
+        self._turns = turns
+        self._call = call
+        self._zone = zone
+        self._guess: asyncio.Task[bool] | None = None  # the newest guess being made
+
+    def heard(self, text: str) -> None:
+        if self._call.end_reason is not None:
+            return
+        self._guess = asyncio.get_running_loop().create_task(self._foresee(text[:4000]), name="call-foresight")
+
+    def resumed(self) -> None:
+        self._turns.unforeseen(self._call.person.id)
+
+    def close(self) -> None:
+        """The call is over: a guess still out is withdrawn (billed with the next turn)."""
+        if self._guess is not None and not self._guess.done():
+            self._guess.cancel()
+        self._turns.unforeseen(self._call.person.id)
+
+    async def _foresee(self, text: str) -> bool:
+        try:
+            return await self._turns.foresee(
+                self._call.person,
+                text=text,
+                channel=self._call.channel,  # type: ignore[arg-type]
+                zone=self._zone,
+            )
+        except Exception as exc:
+            log.warning("no speculative first call: %s", type(exc).__name__, extra={"call": self._call.id})
+            return False
+
+
 def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
     """A call's turns go through the same router, runtime, thread and wallet as text. A
     turn refused on a live call is never silence: Ava says why, and an error that ends

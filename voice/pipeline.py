@@ -41,7 +41,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from voice.agent import AvaVoiceAgent
 from voice.captions import AssistantCaptions, UserCaptions
 from voice.tracing import CallTrace
-from voice.turn_end import FinishedWordsStop
+from voice.turn_end import FinishedWordsStop, Foresight
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,13 @@ class PauseListener(Protocol):
     def speech_paused(self) -> None: ...
 
     def speech_resumed(self) -> None: ...
+
+
+@runtime_checkable
+class Foreseeing(Protocol):
+    """An STT that can tell a guess's words before the turn ends (see `WhisperSTTService`)."""
+
+    def set_foresight(self, foresight: Foresight) -> None: ...
 
 
 @runtime_checkable
@@ -131,6 +138,9 @@ class TurnTiming:
     vad_start_s: float = 0.1
     # Quiet after which recognition starts speculatively; 0 (or >= vad_stop_s) turns it off.
     pause_s: float = 0.06
+    # Whether Ava's first model call begins on finished-sounding words during the turn-end
+    # wait (voice.turn_end, chat.speculation).
+    speculative_first_call: bool = True
 
 
 @dataclass
@@ -148,11 +158,15 @@ def call_vad(timing: TurnTiming, stt: STTService | None = None) -> PauseAwareVAD
     return PauseAwareVAD(listener=listener, pause_s=timing.pause_s, params=params)
 
 
-def turn_stop(timing: TurnTiming, language: str = "en") -> FinishedWordsStop:
-    """How a call decides that the person, speaking `language`, has finished their turn."""
+def turn_stop(timing: TurnTiming, language: str = "en", foresight: Foresight | None = None) -> FinishedWordsStop:
+    """How a call decides that the person, speaking `language`, has finished their turn
+    (telling `foresight` the words it waits on, when the timing speculates)."""
     # Settings refuse a finished wait longer than the unfinished one; the strategy asserts it.
     return FinishedWordsStop(
-        finished_s=timing.finished_timeout_s, unfinished_s=timing.speech_timeout_s, language=language
+        finished_s=timing.finished_timeout_s,
+        unfinished_s=timing.speech_timeout_s,
+        language=language,
+        foresight=foresight if timing.speculative_first_call else None,
     )
 
 
@@ -168,10 +182,12 @@ def build_call(
     language: str = "en",
     narrowband: bool = False,
     trace: CallTrace | None = None,
+    foresight: Foresight | None = None,
 ) -> CallPipeline:
     """Assemble one call's pipeline and the worker that runs it; `narrowband` when the
     person's audio came at less than 16 kHz (a phone line), whatever rate the pipeline runs
-    at; `trace` places the taps that make each turn's voice spans (voice.tracing)."""
+    at; `trace` places the taps that make each turn's voice spans (voice.tracing);
+    `foresight` hears the words of a turn about to end (voice.turn_end)."""
     stt, tts = engines.for_language(language)
     heard: list[FrameProcessor] = []
     ended: list[FrameProcessor] = []
@@ -181,11 +197,14 @@ def build_call(
         heard, ended, spoken = [hearing], [turning], [speaking]
     if narrowband and isinstance(stt, BandAware):
         stt.hear_narrowband()
+    stop = turn_stop(timing, language, foresight)
+    if foresight is not None and timing.speculative_first_call and isinstance(stt, Foreseeing):
+        stt.set_foresight(stop.guesses())  # its guesses, with the turn's earlier words
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
             vad_analyzer=call_vad(timing, stt),
-            user_turn_strategies=UserTurnStrategies(stop=[turn_stop(timing, language)]),
+            user_turn_strategies=UserTurnStrategies(stop=[stop]),
             # A turn that ends with no words runs nothing. Pipecat's default "recovery" adds a
             # developer note and resends the context, whose newest user message is the
             # previous one: Ava answered that request twice when Whisper was slow.

@@ -20,7 +20,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from agents import Segment, SpokenReply
 from voice.agent import AvaVoiceAgent
-from voice.calls import ActivityTap, Call, CallClock, ResponseTimer, running, voice_turn
+from voice.calls import ActivityTap, Call, CallClock, CallForesight, ResponseTimer, running, voice_turn
 from voice.pipeline import build_call
 from voice.shared import VoiceDoors
 from voice.tracing import CallTrace
@@ -36,6 +36,8 @@ class CallSession:
         self.doors = doors
         self.call = call
         self.agent = AvaVoiceAgent(voice_turn(doors.turns, call, zone=zone), on_end_call=self._agent_ended)
+        # Ava's first model call begins on the words while the person's turn ends (chat.speculation).
+        self.foresight = CallForesight(doors.turns, call, zone=zone) if doors.timing.speculative_first_call else None
         self.clock = CallClock(call, doors.limits, speak=self.say, clock=doors.clock)
         # Each of the call's turns is one trace, from the person's speech to Ava's last audio.
         self.trace = CallTrace(call_id=call.id, channel=call.channel, person_id=call.person.id)
@@ -82,6 +84,7 @@ class CallSession:
             # one rate both ways); below 16 kHz it lost its upper band on the way.
             narrowband=rate_out < NARROWBAND_BELOW_HZ if narrowband is None else narrowband,
             trace=self.trace,
+            foresight=self.foresight,
         )
         self._worker = built.worker
         return built.worker
@@ -115,6 +118,8 @@ class CallSession:
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(running(self.clock.run()))
             stack.callback(self.trace.end_all)  # however the call ends, its turns' spans do
+            if self.foresight is not None:
+                stack.callback(self.foresight.close)  # a guess left out is withdrawn, and billed
             for watcher in alongside:
                 await stack.enter_async_context(running(watcher))
             await runner.run()

@@ -18,6 +18,13 @@ Pipecat's user-turn stop timeout still bounds that. The words are a heuristic, n
 model: Pipecat's Smart-Turn model (in its wheel) judged espeak-ng's "turn on the" as
 finished (0.98) and cost 45-65 ms of a core per stop here, where the word lists cost
 nothing and are right on the requests people make of Ava (BENCHMARKS.md).
+
+The wait is also when Ava's answer can begin: when the words sound finished and the turn
+is still waiting, they are handed to a `Foresight` (`heard`), which begins the turn's first
+model call on them (chat.speculation); speaking again (`resumed`) withdraws them. A
+recogniser that guesses at the words during the pause, before the VAD's stop, tells its
+guess here too (`guesses`), so the words handed on are the whole turn's: what was heard
+before an earlier stop, and the guess at what came after it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import asyncio
 import re
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from pipecat.frames.frames import (
     Frame,
@@ -54,6 +62,17 @@ _EARLY_S = 0.001
 # Whisper writes these where the speech trails off.
 _TRAILING = re.compile("(,|-|\u2014|\u2013|\\.\\.\\.|\u2026)\\s*$")  # , - em/en dash ... or an ellipsis
 _WORD = re.compile(r"\w+(?:'\w+)?")
+# Words heard with less of the wait left than this are not foreseen: the turn ends before
+# a guess could be made, and a guess registered after its turn began is only billed.
+FORESEE_LEFT_MIN_S = 0.03
+
+
+class Foresight(Protocol):
+    """Told the words of a turn that is about to end, and when the person goes on instead."""
+
+    def heard(self, text: str) -> None: ...
+
+    def resumed(self) -> None: ...
 
 
 def sounds_finished(text: str, language: str = "en") -> bool:
@@ -79,6 +98,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         unfinished_s: float,
         language: str = "en",
         clock: Callable[[], float] = time.monotonic,
+        foresight: Foresight | None = None,
     ) -> None:
         super().__init__()
         assert 0 <= finished_s <= unfinished_s, "a finished request never waits longer than an unfinished one"
@@ -91,6 +111,8 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self._stopped_at: float | None = None
         self._heard = False  # a transcript came since the person last started speaking
         self._timer: asyncio.Task[None] | None = None
+        self._foresight = foresight
+        self._foreseen = False  # words were handed to the foresight since the last start
         # How this call's turns ended, by how the words sounded (tests and benches read it).
         self.ends = {"finished": 0, "unfinished": 0}
 
@@ -101,6 +123,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
     async def handle_user_turn_stopped(self) -> None:
         await self._reset()
         self._speaking = False
+        self._foreseen = False  # the turn takes the words from here
 
     async def cleanup(self) -> None:
         await super().cleanup()  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
@@ -112,6 +135,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
             self._stopped_at = None
             self._heard = False
             await self._cancel_timer()
+            self.went_on()
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
             self._stopped_at = self._clock()
@@ -129,6 +153,24 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         """What the person has said in this turn so far."""
         return self._text
 
+    def guesses(self) -> Foresight:
+        """Where a recogniser tells its guess at the words since the last stop."""
+        return _Guesses(self)
+
+    def guessed(self, words: str) -> None:
+        """A guess at the words said since the last stop: the turn's words so far with it
+        go to the foresight when they sound finished."""
+        whole = f"{self._text} {words.strip()}".strip()
+        if self._foresight is not None and sounds_finished(whole, self._language):
+            self._foreseen = True
+            self._foresight.heard(whole)
+
+    def went_on(self) -> None:
+        """The person went on after the pause a guess was made at."""
+        if self._foreseen and self._foresight is not None:
+            self._foreseen = False
+            self._foresight.resumed()
+
     async def _decide(self) -> None:
         """End the turn if its wait is over, else wait for the rest of it."""
         if self._speaking or self._stopped_at is None or not self._heard:
@@ -136,6 +178,9 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         finished = sounds_finished(self._text, self._language)
         left_s = (self.finished_s if finished else self.unfinished_s) - (self._clock() - self._stopped_at)
         if left_s > _EARLY_S:
+            if finished and left_s >= FORESEE_LEFT_MIN_S and self._foresight is not None:
+                self._foreseen = True
+                self._foresight.heard(self._text)
             await self._wait(left_s)
             return
         await self._cancel_timer()
@@ -164,3 +209,16 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self._stopped_at = None
         self._heard = False
         await self._cancel_timer()
+
+
+class _Guesses:
+    """A recogniser's guesses, told to the turn they belong to (`FinishedWordsStop.guesses`)."""
+
+    def __init__(self, stop: FinishedWordsStop) -> None:
+        self._stop = stop
+
+    def heard(self, text: str) -> None:
+        self._stop.guessed(text)
+
+    def resumed(self) -> None:
+        self._stop.went_on()

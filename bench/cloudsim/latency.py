@@ -83,6 +83,15 @@ GOOGLE_TTS_FIRST_BYTE = LogNormal(p50_s=0.70, p95_s=0.95)  # without streaming; 
 OFFLINE_HEARING_S = 0.226 + 0.144 + 0.018
 OFFLINE_SPEECH_FIRST_AUDIO_S = 0.030
 
+# The speculative transcript is in this long before the turn ends (the pause's 60 ms plus
+# Whisper, ~200 ms after the end of speech, against 388 ms for the turn end: BENCHMARKS.md,
+# "Voice on the cloud path"); the call door begins Ava's first call then. Taken as the same
+# for Google's recogniser, whose interim results stand in for the guess (an assumption).
+SPECULATIVE_TRANSCRIPT_AHEAD_S = 0.19
+# A person who goes on speaking does so this long after the first guess began (an
+# assumption: the VAD's pause is 60 ms, its stop 200 ms; resuming in between).
+WENT_ON_AFTER_S = 0.1
+
 
 def _inverse_normal(p: float) -> float:
     """The standard normal quantile (bisection is plenty for a parameter file)."""

@@ -1,5 +1,7 @@
 """Speculative transcription: Whisper starts when the person falls quiet, and what it began
-is thrown away when they go on talking.
+is thrown away when they go on talking; a guess whose words sound finished is told to the
+call's foresight the moment it is in (Ava's first model call begins on it), and withdrawn
+when the person goes on.
 
 A real Silero VAD (the pipeline's `PauseAwareVAD`) decides pauses from real espeak-ng
 speech; a real Whisper transcribes; the user aggregator ends the turn as in a call. Only
@@ -40,10 +42,25 @@ def _frames(pcm: bytes) -> list[Frame]:
     return frames
 
 
-async def _hear(pcm: bytes) -> tuple[WhisperSTTService, list[str]]:
+class _Foresight:
+    """What the call's foresight was told, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+
+    def heard(self, text: str) -> None:
+        self.told.append(("heard", text))
+
+    def resumed(self) -> None:
+        self.told.append(("resumed", ""))
+
+
+async def _hear(pcm: bytes, foresight: _Foresight | None = None) -> tuple[WhisperSTTService, list[str]]:
     """Run the audio through STT + VAD + turn end; the STT and the text of each turn."""
     preload_whisper()
     stt = WhisperSTTService()
+    if foresight is not None:
+        stt.set_foresight(foresight)
     user_turns = LLMContextAggregatorPair(
         LLMContext(),
         user_params=LLMUserAggregatorParams(
@@ -63,17 +80,24 @@ async def _hear(pcm: bytes) -> tuple[WhisperSTTService, list[str]]:
 async def test_a_pause_then_more_words_discards_the_speculation_and_the_turn_has_everything() -> None:
     first = await speech_pcm16("turn on the bedroom light")  # ends in ~0.3 s of its own silence
     second = await speech_pcm16("and play some jazz")
-    stt, turns = await _hear(silence(0.5) + first + second + silence(1.5))
+    foresight = _Foresight()
+    stt, turns = await _hear(silence(0.5) + first + second + silence(1.5), foresight)
 
     assert stt.speculations["discarded"] >= 1, stt.speculations  # begun at the breath, then dropped
     assert stt.speculations["used"] <= 1
     assert len(turns) == 1, turns
     heard = turns[0].lower()
     assert "bedroom" in heard and "jazz" in heard, heard  # the whole utterance, not its first half
+    # A guess told at the breath was withdrawn when the person went on (none left standing).
+    heard_at = [i for i, (what, _) in enumerate(foresight.told) if what == "heard"]
+    assert all(("resumed", "") in foresight.told[i:] for i in heard_at[:-1]), foresight.told
 
 
 async def test_an_utterance_that_ends_uses_the_speculative_transcript() -> None:
-    stt, turns = await _hear(silence(0.5) + await speech_pcm16("turn on the bedroom light") + silence(1.5))
+    foresight = _Foresight()
+    stt, turns = await _hear(silence(0.5) + await speech_pcm16("turn on the bedroom light") + silence(1.5), foresight)
 
     assert stt.speculations == {"started": 1, "used": 1, "discarded": 0}
     assert len(turns) == 1 and "bedroom" in turns[0].lower()
+    # The guess was told before the turn ended, in the words the turn then ended on.
+    assert foresight.told == [("heard", turns[0])], foresight.told

@@ -116,3 +116,51 @@ async def test_the_next_turn_starts_from_nothing() -> None:
         clock.now += FINISHED_S
         await _settle(FINISHED_S * 2)
     assert ended == ["Hello.", "Good morning."]
+
+
+class _Foresight:
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+
+    def heard(self, text: str) -> None:
+        self.told.append(("heard", text))
+
+    def resumed(self) -> None:
+        self.told.append(("resumed", ""))
+
+
+async def test_finished_words_are_foreseen_while_the_turn_waits_and_withdrawn_when_the_person_goes_on() -> None:
+    clock, foresight = _Clock(), _Foresight()
+    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock, foresight=foresight)
+    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
+    await stop.handle_user_turn_started()
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("turn on the"))
+    assert foresight.told == [], "words that trail off are not foreseen"
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("bedroom light."))
+    assert foresight.told == [("heard", "turn on the bedroom light.")]
+    await stop.process_frame(VADUserStartedSpeakingFrame())  # and on they go
+    assert foresight.told[-1] == ("resumed", "")
+    await stop.cleanup()
+
+
+async def test_a_recognisers_guess_is_foreseen_with_the_words_heard_before_it() -> None:
+    clock, foresight = _Clock(), _Foresight()
+    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock, foresight=foresight)
+    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
+    await stop.handle_user_turn_started()
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("turn on the"))
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    guesses = stop.guesses()
+    guesses.heard("and")  # a guess at a breath: "turn on the and" trails off, not foreseen
+    assert foresight.told == []
+    guesses.heard("bedroom light.")  # Whisper's guess at the pause, before the VAD's stop
+    assert foresight.told == [("heard", "turn on the bedroom light.")]
+    guesses.resumed()  # and on they go
+    assert foresight.told[-1] == ("resumed", "")
+    await stop.cleanup()

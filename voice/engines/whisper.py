@@ -44,6 +44,10 @@ falls quiet) starts transcribing what was said so far at once; `speech_resumed` 
 went on talking) discards it. When the VAD's stop then arrives for the same utterance
 with nothing audible after the pause, the speculative transcript is used and Whisper's
 time overlaps the stop wait; otherwise the whole utterance is transcribed as before.
+Each guess is also told, the moment it is in, to a `Foresight` (`set_foresight`: the
+turn's end, voice.turn_end, which adds the turn's earlier words and begins Ava's first model
+call on them when they sound finished, chat.speculation) while the VAD's stop and the
+turn-end wait still run; going on speaking withdraws it.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
+
+from voice.turn_end import Foresight
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -354,6 +360,12 @@ class WhisperSTTService(SegmentedSTTService):
         self._last_guess: asyncio.Task[str] | None = None
         # How speculation went in this call (the benchmark and tests read it).
         self.speculations = {"started": 0, "used": 0, "discarded": 0}
+        self._foresight: Foresight | None = None
+        self._foreseen = False  # a guess's words were told to the foresight, and stand
+
+    def set_foresight(self, foresight: Foresight) -> None:
+        """Tell `foresight` each guess whose words sound finished, as soon as it is in."""
+        self._foresight = foresight
 
     @property
     def wants_wav_segments(self) -> bool:
@@ -411,13 +423,29 @@ class WhisperSTTService(SegmentedSTTService):
             return
         speech = bytes(self._audio_buffer)
         task = self.create_task(self._transcribe(speech + self._trailing_silence()), name="whisper-speculation")
-        self._speculation = _Speculation(speech=speech, task=task)
+        speculation = self._speculation = _Speculation(speech=speech, task=task)
         self._last_guess = task
         self.speculations["started"] += 1
+        if self._foresight is not None:
+            task.add_done_callback(lambda done: self._guessed(speculation, done))
+
+    def _guessed(self, speculation: _Speculation, done: asyncio.Task[str]) -> None:
+        """A guess is in: its words go to the foresight if it still stands and they sound finished."""
+        if self._speculation is not speculation or self._foresight is None or done.cancelled():
+            return
+        if done.exception() is not None:
+            return
+        text = done.result().strip()
+        if text:  # whether the words sound finished is for whoever hears them (voice.turn_end)
+            self._foreseen = True
+            self._foresight.heard(text)
 
     def speech_resumed(self) -> None:
         """The person went on talking: what was begun at the pause no longer covers them."""
         self._discard("resumed")
+        if self._foreseen and self._foresight is not None:
+            self._foreseen = False
+            self._foresight.resumed()
 
     def _discard(self, _why: str) -> None:
         if self._speculation is None:
@@ -431,6 +459,7 @@ class WhisperSTTService(SegmentedSTTService):
     async def _speculative_text(self, audio: bytes) -> str | None:
         """The speculative transcript if it covers this whole utterance, else None."""
         speculation, self._speculation = self._speculation, None
+        self._foreseen = False  # the turn takes its words from here
         if speculation is None:
             return None
         tail = audio[len(speculation.speech) :]

@@ -1,0 +1,89 @@
+"""The speculative first call on the whole server (chat.speculation): real PostgreSQL, the
+product's Gemini adapter against the simulated Gemini on 127.0.0.1, turns posted as the
+call door posts them. A guess dropped for other words is recorded and charged as the
+next run's first call, an adopted one is the run's only call, and the wallet, the receipts
+and the ledger agree to the micro-rupiah."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agents import Model
+from agents.gemini import GeminiModel
+from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
+from tests.conftest import App
+from tests.unit.test_speculative_first_call import clear_of_a_new_minute
+
+JAKARTA = ZoneInfo("Asia/Jakarta")
+STORY = "Here is a long story about the moon. " * 30
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimulatedGemini]:
+    async with SimulatedGemini(scripted_responder([])) as simulated:
+        yield simulated
+
+
+@pytest.fixture
+async def model(sim: SimulatedGemini) -> AsyncIterator[Model]:
+    gemini = GeminiModel(api_key="sim-key", base_url=sim.base_url, timeout_s=10.0, retries_max=0)
+    yield gemini
+    await gemini.aclose()
+
+
+async def test_a_dropped_guess_and_an_adopted_one_are_each_charged_once(app: App, sim: SimulatedGemini) -> None:
+    sim.responder = scripted_responder(
+        [
+            Answer(text=STORY, prompt_tokens=300, first_token_s=0.2),  # the guess the words overtake
+            Answer(text="Why did the moon skip dinner? It was full. #playful#", prompt_tokens=320),
+            Answer(text="It is noon. #neutral#", prompt_tokens=200, first_token_s=0.2),  # adopted
+        ]
+    )
+    services = app.services
+    headers = await app.sign_in()
+    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    granted = await services.wallet.balance_micros(me.id)
+
+    assert await services.turns.foresee(me, text="tell me a story", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)
+    joke = await services.turns.post(me, text="tell me a joke", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    await clear_of_a_new_minute()
+    assert await services.turns.foresee(me, text="What time is it?", channel="voice", zone=JAKARTA)
+    said: list[str] = []
+    noon = await services.turns.post(
+        me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: said.append(s.text)
+    )
+
+    assert len(sim.served) == 3
+    assert said == ["It is noon."]
+    thread = await services.threads.page(me.id, before=None, after=None, limit=10)
+    assert [(m.author, m.text) for m in thread] == [
+        ("human", "tell me a joke"),
+        ("ava", "Why did the moon skip dinner? It was full."),
+        ("human", "What time is it?"),
+        ("ava", "It is noon."),
+    ]
+    [dropped_in] = joke.runs
+    [adopted] = noon.runs
+    assert dropped_in.model_calls == 2 and dropped_in.usage["prompt_tokens"] == 300 + 320
+    assert adopted.model_calls == 1 and adopted.usage["prompt_tokens"] == 200
+    # Receipts: the dropped guess is call 1 of the run it was billed with, the run's own call 2.
+    rows = await services.pool.fetch(
+        "SELECT run_id, idx, usage, cost_micros FROM run_calls WHERE person_id = $1 ORDER BY run_id, idx", me.id
+    )
+    by_run = {(r["run_id"], r["idx"]): r for r in rows}
+    assert set(by_run) == {(dropped_in.id, 1), (dropped_in.id, 2), (adopted.id, 1)}
+    assert by_run[(dropped_in.id, 1)]["usage"]["prompt_tokens"] == 300
+    assert 0 < by_run[(dropped_in.id, 1)]["usage"]["output_tokens"] <= sim.served[0].output_tokens
+    assert all(r["cost_micros"] is not None and r["cost_micros"] > 0 for r in rows)
+    # The wallet lost exactly what the receipts say, and the books balance.
+    spent = sum(r["cost_micros"] for r in rows)
+    assert spent == dropped_in.cost_micros + adopted.cost_micros
+    assert await services.wallet.balance_micros(me.id) == granted - spent
+    assert await services.runs.uncharged_calls() == []
+    assert (await services.ledger.verify()).ok
