@@ -138,6 +138,11 @@ class Services:
             raise RuntimeError("the call doors are still starting")
         return doors
 
+    def listening(self) -> None:
+        """The server listens: the call doors, when built in the background, begin loading."""
+        if self.voice_later is not None:
+            self.voice_later.serving.set()
+
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
         if self.doors is not None:

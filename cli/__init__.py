@@ -31,7 +31,13 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from telemetry import LogFormat, configure_logging
+# httpx's own command line (`httpx._main`) imports rich, pygments and click whenever they
+# are installed, on every `import httpx`: about a tenth of a server's imports, for a
+# command no verb runs. Marked missing, httpx falls back to a stub of its own
+# (docs/scaling.md#cold-start).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+from telemetry import LogFormat, configure_logging  # noqa: E402 - after the line above
 
 if TYPE_CHECKING:
     # Each verb imports what it builds when it runs: `avagenc chat`, a plain HTTP client,
@@ -57,10 +63,23 @@ def _server_class() -> type[Any]:
         anything it opened is closed.) Calls are hung up and turns drained before the
         connections carrying them are closed."""
 
-        def __init__(self, config: Any, *, grace_s: float, end_calls: Callable[[], Awaitable[None]]) -> None:
+        def __init__(
+            self,
+            config: Any,
+            *,
+            grace_s: float,
+            end_calls: Callable[[], Awaitable[None]],
+            listening: Callable[[], None] = lambda: None,
+        ) -> None:
             super().__init__(config)
             self._grace_s = grace_s
             self._end_calls = end_calls
+            self._listening = listening
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                self._listening()
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -151,7 +170,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
                 lifespan="off",
                 timeout_graceful_shutdown=_CONNECTIONS_CLOSE_S,
             )
-            stop.server = _server_class()(config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls)
+            stop.server = _server_class()(
+                config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls, listening=services.listening
+            )
             if not stop.requested:  # a signal during startup skips serving
                 await stop.server.serve()
             frozen.cancel()  # a stop before the models loaded: nothing left to freeze for
