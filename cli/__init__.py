@@ -31,13 +31,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# httpx's own command line (`httpx._main`) imports rich, pygments and click whenever they
-# are installed, on every `import httpx`: about a tenth of a server's imports, for a
-# command no verb runs. Marked missing, httpx falls back to a stub of its own
-# (docs/scaling.md#cold-start).
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-from telemetry import LogFormat, configure_logging  # noqa: E402 - after the line above
+from telemetry import LogFormat, configure_logging
 
 if TYPE_CHECKING:
     # Each verb imports what it builds when it runs: `avagenc chat`, a plain HTTP client,
@@ -147,9 +141,19 @@ class _Stop:
                 loop.remove_signal_handler(signum)
 
 
+def without_httpx_command_line() -> None:
+    """httpx's own command line (`httpx._main`) imports rich, pygments and click whenever
+    they are installed, on every `import httpx`: about a tenth of a server's imports
+    (docs/scaling.md#cold-start), for a command no verb runs. Marked missing before httpx
+    is first imported, it is skipped: httpx keeps a stub `main` of its own."""
+    if "httpx" not in sys.modules:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+
+
 async def serve(settings: Settings, *, model: Model | None = None) -> None:
     """Run the server until SIGTERM or SIGINT, then shut down gracefully (see module doc).
     `model` is for tests that need a model of their own behind the real command."""
+    without_httpx_command_line()
     import uvicorn
 
     from app.server import freeze_startup_heap, running

@@ -25,6 +25,7 @@ VOICE_ONLY = ("voice", "pipecat", "numpy", "onnxruntime", "aiortc", "av", "PIL",
 _SERVE = """
 import asyncio, json, sys
 import cli  # the command line, as `avagenc serve` starts
+cli.without_httpx_command_line()
 from app.server import running
 from settings import Settings
 
