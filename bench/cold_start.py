@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import socket
@@ -152,7 +153,11 @@ async def _one_start(
                 figures[key] = time.perf_counter() - at
             if clips is not None:
                 for key, clip in zip(("first_call", "warm_call"), clips, strict=True):
-                    figures[f"{key}_s"], figures[f"{key}_reply_s"] = await _call_answered(port, token, clip, key)
+                    try:
+                        figures[f"{key}_s"], figures[f"{key}_reply_s"] = await _call_answered(port, token, clip, key)
+                    except BenchFailed as exc:  # counted and reported; the run goes on
+                        print(f"  {exc}", file=sys.stderr)
+                        figures[f"{key}_s"] = figures[f"{key}_reply_s"] = math.nan
                     await asyncio.sleep(0.5)  # the call has closed before the next
     finally:
         if process.returncode is None:
@@ -209,10 +214,16 @@ async def main() -> None:
         load = max(load, os.getloadavg()[0])
         print(f"cold start ({source} PostgreSQL, {args.runs} starts each, load average up to {load:.1f} on"
               f" {os.cpu_count()} cores; voice loads once the server listens):")  # fmt: skip
+        failed = 0
         for compiled, label in ((True, "compiled (the image now)"), (False, "source, compiled every start (before)")):
             print(f" {label}:")
             for key in _KEYS + (_CALL_KEYS if clips is not None else ()):
-                values = sorted(r[key] for r in runs[compiled])
+                values = sorted(r[key] for r in runs[compiled] if not math.isnan(r[key]))
+                if len(values) < len(runs[compiled]):
+                    failed += len(runs[compiled]) - len(values)
+                    print(f"  {key}: {len(runs[compiled]) - len(values)} of {len(runs[compiled])} unanswered")
+                if not values:
+                    continue
                 print(f"  {key:19} median {statistics.median(values) * 1000:7.0f} ms   min {values[0] * 1000:7.0f} ms"
                       f"   max {values[-1] * 1000:7.0f} ms")  # fmt: skip
             pairs = [("turn", "first_turn_s", "warm_turn_s")]
@@ -222,8 +233,11 @@ async def main() -> None:
                     ("call's reply", "first_call_reply_s", "warm_call_reply_s"),
                 ]
             for what, first_key, warm_key in pairs:
-                first = statistics.median(r[first_key] for r in runs[compiled])
-                ratio = first / statistics.median(r[warm_key] for r in runs[compiled])
+                firsts = [r[first_key] for r in runs[compiled] if not math.isnan(r[first_key])]
+                warms = [r[warm_key] for r in runs[compiled] if not math.isnan(r[warm_key])]
+                if not firsts or not warms:
+                    continue
+                ratio = statistics.median(firsts) / statistics.median(warms)
                 print(f"  first {what} after a cold start / warm {what}: {ratio:.2f}x")
         if args.importtime:
             trace = home / "importtime.txt"
@@ -231,6 +245,8 @@ async def main() -> None:
             print("import profile (top-level packages, own time summed, ms):")
             for name, ms in import_profile(trace, args.top):
                 print(f"  {name:28} {ms:7.0f}")
+    if failed:
+        sys.exit(1)  # a call went unanswered: its figures are left out above
 
 
 if __name__ == "__main__":
