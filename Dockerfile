@@ -7,7 +7,12 @@
 # --- build: the runtime dependencies only, from the production lock, in a virtualenv ---
 FROM python:3.11-slim-bookworm AS build
 
+# UV_COMPILE_BYTECODE: every module ships compiled. The server cannot write bytecode at run
+# time (PYTHONDONTWRITEBYTECODE, and a read-only venv for its user), so without it each cold
+# start compiled every module it imports again: most of the time to /readyz
+# (docs/scaling.md#cold-start).
 ENV PYTHONDONTWRITEBYTECODE=1 \
+    UV_COMPILE_BYTECODE=1 \
     UV_NO_CACHE=1 \
     AVAGENC_HOME=/var/lib/avagenc
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import importlib
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ from chat import (
     Wallet,
     drain_detached,
     no_wakes,
+    parse_zone,
     settle_crash,
 )
 from chat.retention import Keep, Retention
@@ -144,12 +146,28 @@ class Services:
             raise RuntimeError("the call doors are still starting")
         return doors
 
+    def listening(self) -> None:
+        """The server listens: what the first request would pay is paid now, and the call
+        doors, when built in the background, begin loading."""
+        warm_first_request()
+        if self.voice_later is not None:
+            self.voice_later.serving.set()
+
     async def end_calls(self) -> None:
         """Hang up every live call (the first step of shutdown, before connections close)."""
         if self.doors is not None:
             await end_calls(self.doors)
         elif self.voice_later is not None and self.voice_later.doors is not None:
             await end_calls(self.voice_later.doors)
+
+
+def warm_first_request() -> None:
+    """What the first request after a start would otherwise pay itself, done before it
+    comes (about 20 ms of CPU with compiled modules, 60 without; bench/cold_start.py): the
+    async backend FastAPI's dependencies import on first use, and the list of time zone
+    names every request's zone is checked against (chat.zones)."""
+    importlib.import_module("anyio._backends._asyncio")
+    parse_zone("Asia/Jakarta")
 
 
 def build_identity(

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import json
 import logging
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,9 @@ log = logging.getLogger("avagenc")
 PRELOAD_JOIN_S = 60.0
 # How long live calls get for Ava's goodbye at shutdown before they are cut.
 _CALLS_END_S = 10.0
+# The interpreter's switch interval while voice loads in a thread beside the serving loop
+# (VoiceLater): the longest a woken loop waits for the loading thread to let go.
+_LOADING_SWITCH_S = 0.0005
 
 
 def choose_engines(
@@ -253,10 +257,17 @@ class VoiceLater:
     builds the doors on the loop and hands them to `attach` (which adds their routes). A
     call that arrives meanwhile waits for the doors (web.DoorsStarting), so nothing is
     refused; everything built here is closed by `close`, at the place in the server's
-    shutdown where the doors would have been."""
+    shutdown where the doors would have been.
+
+    The import begins once the server listens (`serving`, set by the root): begun earlier,
+    it took the interpreter's lock from the server's own start half the time. While it
+    runs, the interpreter hands its lock over every `_LOADING_SWITCH_S` instead of 5 ms, so
+    a text turn waking on the loop waits that long for it, not 5 ms per wake-up
+    (docs/scaling.md#cold-start)."""
 
     def __init__(self) -> None:
         self.ready = asyncio.Event()
+        self.serving = asyncio.Event()
         self.doors: VoiceDoors | None = None
         self.speech = "loading in the background"
         self.preload: threading.Thread | None = None
@@ -269,6 +280,9 @@ class VoiceLater:
         attach: Callable[[VoiceDoors], None],
     ) -> None:
         async def load() -> None:
+            await self.serving.wait()
+            switch_s = sys.getswitchinterval()
+            sys.setswitchinterval(min(switch_s, _LOADING_SWITCH_S))
             try:
                 await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
                 doors, self.speech, self.preload = build(self._stack)
@@ -279,6 +293,7 @@ class VoiceLater:
                 self.speech = "unavailable"
                 log.exception("the call doors could not be built; text goes on")
             finally:
+                sys.setswitchinterval(switch_s)
                 self.ready.set()
 
         self._task = asyncio.create_task(load(), name="voice-later")

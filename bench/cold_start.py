@@ -1,18 +1,28 @@
 """Cold start: from `avagenc serve`'s process start to `/readyz` answering 200, with the
 database already running and migrated (a scaled-to-zero instance's first request waits
-this long), then the first text turn and a warm one; and the import profile.
+this long), then the first text turn and a warm one, the first call and a warm one; and
+the import profile.
 
 Each run spawns `python -m cli serve` on a free port against one migrated database,
 polls `/readyz` every 10 ms, signs a person in, posts two messages (the first after a
-cold start, then a warm one), and stops the server with SIGINT. The offline model and
-offline speech are the defaults, as a deployment without credentials runs them; the
-Whisper and voice models load in a background thread and delay no text.
+cold start, then a warm one), then places two calls on the speaker door, each saying one
+request as soon as it is answered (`--calls`; bench/voice_latency.py's microphone): the
+first waits for the call doors, which load once the server listens. A call's time is from
+opening its socket to the first sound of Ava's reply. The server is stopped with SIGINT.
+The offline model and offline speech are the defaults, as a deployment without
+credentials runs them.
 
-`--importtime` runs one more start under `python -X importtime` and prints the packages
-that cost the most to import (cumulative microseconds, top level only), which is where
-the start's time goes before any socket is opened.
+Starts alternate between two ways of running the same code: `compiled`, with every
+module's bytecode already on disk, as the image ships it (UV_COMPILE_BYTECODE, Dockerfile),
+and `source`, compiling every module it imports at every start, as the image did before
+(PYTHONDONTWRITEBYTECODE and no compiled files). The compiled cache is this run's own
+(PYTHONPYCACHEPREFIX in its temporary folder), written by a first start not measured.
 
-    .venv/bin/python -m bench.cold_start [--runs 5] [--importtime]
+`--importtime` runs one more (compiled) start under `python -X importtime` and prints the
+packages that cost the most to import (own time summed by top-level package), which is
+where the start's time goes before any socket is opened.
+
+    .venv/bin/python -m bench.cold_start [--runs 5] [--calls] [--importtime]
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import statistics
 import sys
@@ -27,6 +38,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -40,14 +52,50 @@ async def _prepare(admin_url: str) -> str:
     return await migrated(admin_url, f"avagenc_cold_{os.getpid()}")
 
 
+def _bytecode(env: dict[str, str], home: Path, *, compiled: bool) -> dict[str, str]:
+    """`env` for a server that finds every module compiled in this run's cache (`compiled`,
+    as the image ships them) or compiles each one it imports (as the image did before)."""
+    env = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    if compiled:
+        env["PYTHONPYCACHEPREFIX"] = str(home / "bytecode")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = str(home / "no-bytecode")  # empty: nothing compiled is found
+    return env
+
+
+async def _call_answered(port: int, token: str, clip: Any, tag: str) -> tuple[float, float]:
+    """One call saying `clip`: seconds from opening the socket to the first sound of the
+    reply, and from the end of the speech to it."""
+    from bench import voice_latency
+    from bench.voice_latency import voice_call
+
+    # A first call may also wait for the speech models to load: a minute, not the 20 s a
+    # person waits on a warm server, before it counts as unanswered.
+    voice_latency.REPLY_TIMEOUT_S = max(voice_latency.REPLY_TIMEOUT_S, 60.0)
+    at = time.monotonic()
+    async with voice_call(port, token, tag, []) as call:
+        turn = await call.turn(clip)
+    if turn.problem or not turn.answered or turn.first_loud_at is None:
+        raise BenchFailed(f"call {tag} got no right reply: {turn.problem or turn.replies} (heard {turn.heard!r})")
+    return turn.first_loud_at - at, turn.first_loud_at - turn.ended_at
+
+
 async def _one_start(
-    database_url: str, home: Path, *, voice_at_start: bool = False, importtime: Path | None = None
+    database_url: str,
+    home: Path,
+    *,
+    compiled: bool = True,
+    importtime: Path | None = None,
+    clips: tuple[Any, Any] | None = None,
 ) -> dict[str, float]:
-    """One cold start: seconds to ready, to the first turn's answer, and a warm turn's."""
+    """One cold start: seconds to ready, to the first turn's answer and a warm turn's, and
+    (given `clips` to say, one a call) the first call's and a warm call's."""
     port = free_port()
     log_path = home / f"serve-{port}.log"
     flags = ["-X", "importtime"] if importtime else []
-    env = environment(database_url, home, port, voice_at_start=voice_at_start)
+    env = _bytecode(environment(database_url, home, port, voice_at_start=False), home, compiled=compiled)
+    env["SIGNUP_GRANT_MICROS"] = str(10**12)  # no wallet guard ends a call
     figures: dict[str, float] = {}
     started_at = time.perf_counter()
     async with (
@@ -65,14 +113,23 @@ async def _one_start(
             figures["cpu_at_ready_s"] = times.user + times.system
             main = [t for t in server.threads() if t.id == process.pid]
             figures["main_thread_cpu_s"] = main[0].user_time + main[0].system_time if main else float("nan")
-        signed = await client.post("/v1/auth/local", json={"name": f"Cold {port}"})
-        headers = {"Authorization": f"Bearer {signed.json()['token']}"}
+        signed = await client.post("/v1/auth/local", json={"name": f"Cold {port} {time.time_ns()}"})
+        token = signed.json()["token"]
+        headers = {"Authorization": f"Bearer {token}"}
         for key in ("first_turn_s", "warm_turn_s"):
             at = time.perf_counter()
             said = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
             if said.status_code != 200:
                 raise BenchFailed(f"a turn failed: {said.status_code} {said.text[:300]}")
             figures[key] = time.perf_counter() - at
+        if clips is not None:
+            for key, clip in zip(("first_call", "warm_call"), clips, strict=True):
+                try:
+                    figures[f"{key}_s"], figures[f"{key}_reply_s"] = await _call_answered(port, token, clip, key)
+                except BenchFailed as exc:  # counted and reported; the run goes on
+                    print(f"  {exc}", file=sys.stderr)
+                    figures[f"{key}_s"] = figures[f"{key}_reply_s"] = math.nan
+                await asyncio.sleep(0.5)  # the call has closed before the next
     return figures
 
 
@@ -88,40 +145,70 @@ def import_profile(path: Path, top: int) -> list[tuple[str, float]]:
     return sorted(by_package.items(), key=lambda kv: -kv[1])[:top]
 
 
+_KEYS = ("ready_s", "cpu_at_ready_s", "main_thread_cpu_s", "first_turn_s", "warm_turn_s")
+_CALL_KEYS = ("first_call_s", "warm_call_s", "first_call_reply_s", "warm_call_reply_s")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--calls", action="store_true", help="also the first call after the start and a warm one")
     parser.add_argument("--importtime", action="store_true", help="also print the import profile")
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
+    clips = None
+    if args.calls:
+        from bench.call_memory import REQUESTS
+        from bench.voice_latency import make_clip
+
+        # The bedroom light on, then off: each start's new person finds it off.
+        clips = (await make_clip(*REQUESTS[0]), await make_clip(*REQUESTS[1]))
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-cold-") as folder:
         home = Path(folder)
         database_url = await _prepare(admin_url)
-        await _one_start(database_url, home)  # the first start compiles bytecode and makes the secret
+        await _one_start(database_url, home, clips=clips)  # writes the compiled cache and makes the secret
         # The two ways alternate, so a shared machine's load falls on both alike.
-        runs: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+        runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
         load = os.getloadavg()[0]
         for _ in range(args.runs):
-            for at_start in (True, False):
-                runs[at_start].append(await _one_start(database_url, home, voice_at_start=at_start))
+            for compiled in (True, False):
+                runs[compiled].append(await _one_start(database_url, home, compiled=compiled, clips=clips))
         load = max(load, os.getloadavg()[0])
         print(f"cold start ({source} PostgreSQL, {args.runs} starts each, load average up to {load:.1f} on"
-              f" {os.cpu_count()} cores):")  # fmt: skip
-        for at_start, label in ((True, "VOICE_AT_START=true (before)"), (False, "voice in the background")):
+              f" {os.cpu_count()} cores; voice loads once the server listens):")  # fmt: skip
+        failed = 0
+        for compiled, label in ((True, "compiled (the image now)"), (False, "source, compiled every start (before)")):
             print(f" {label}:")
-            for key in ("ready_s", "cpu_at_ready_s", "main_thread_cpu_s", "first_turn_s", "warm_turn_s"):
-                values = sorted(r[key] for r in runs[at_start])
-                print(f"  {key:17} median {statistics.median(values) * 1000:7.0f} ms   min {values[0] * 1000:7.0f} ms"
+            for key in _KEYS + (_CALL_KEYS if clips is not None else ()):
+                values = sorted(r[key] for r in runs[compiled] if not math.isnan(r[key]))
+                if len(values) < len(runs[compiled]):
+                    failed += len(runs[compiled]) - len(values)
+                    print(f"  {key}: {len(runs[compiled]) - len(values)} of {len(runs[compiled])} unanswered")
+                if not values:
+                    continue
+                print(f"  {key:19} median {statistics.median(values) * 1000:7.0f} ms   min {values[0] * 1000:7.0f} ms"
                       f"   max {values[-1] * 1000:7.0f} ms")  # fmt: skip
-            first = statistics.median(r["first_turn_s"] for r in runs[at_start])
-            ratio = first / statistics.median(r["warm_turn_s"] for r in runs[at_start])
-            print(f"  first turn after a cold start / warm turn: {ratio:.2f}x")
+            pairs = [("turn", "first_turn_s", "warm_turn_s")]
+            if clips is not None:
+                pairs += [
+                    ("call", "first_call_s", "warm_call_s"),
+                    ("call's reply", "first_call_reply_s", "warm_call_reply_s"),
+                ]
+            for what, first_key, warm_key in pairs:
+                firsts = [r[first_key] for r in runs[compiled] if not math.isnan(r[first_key])]
+                warms = [r[warm_key] for r in runs[compiled] if not math.isnan(r[warm_key])]
+                if not firsts or not warms:
+                    continue
+                ratio = statistics.median(firsts) / statistics.median(warms)
+                print(f"  first {what} after a cold start / warm {what}: {ratio:.2f}x")
         if args.importtime:
             trace = home / "importtime.txt"
             await _one_start(database_url, home, importtime=trace)
-            print("import profile (top-level packages, cumulative ms):")
+            print("import profile (top-level packages, own time summed, ms):")
             for name, ms in import_profile(trace, args.top):
                 print(f"  {name:28} {ms:7.0f}")
+    if failed:
+        sys.exit(1)  # a call went unanswered: its figures are left out above
 
 
 if __name__ == "__main__":

@@ -56,10 +56,23 @@ def _server_class() -> type[Any]:
         anything it opened is closed.) Calls are hung up and turns drained before the
         connections carrying them are closed."""
 
-        def __init__(self, config: Any, *, grace_s: float, end_calls: Callable[[], Awaitable[None]]) -> None:
+        def __init__(
+            self,
+            config: Any,
+            *,
+            grace_s: float,
+            end_calls: Callable[[], Awaitable[None]],
+            listening: Callable[[], None] = lambda: None,
+        ) -> None:
             super().__init__(config)
             self._grace_s = grace_s
             self._end_calls = end_calls
+            self._listening = listening
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                self._listening()
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -127,9 +140,19 @@ class _Stop:
                 loop.remove_signal_handler(signum)
 
 
+def without_httpx_command_line() -> None:
+    """httpx's own command line (`httpx._main`) imports rich, pygments and click whenever
+    they are installed, on every `import httpx`: about a tenth of a server's imports
+    (docs/scaling.md#cold-start), for a command no verb runs. Marked missing before httpx
+    is first imported, it is skipped: httpx keeps a stub `main` of its own."""
+    if "httpx" not in sys.modules:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+
+
 async def serve(settings: Settings, *, model: Model | None = None) -> None:
     """Run the server until SIGTERM or SIGINT, then shut down gracefully (see module doc).
     `model` is for tests that need a model of their own behind the real command."""
+    without_httpx_command_line()
     import uvicorn
 
     from app.server import freeze_startup_heap, running
@@ -150,7 +173,9 @@ async def serve(settings: Settings, *, model: Model | None = None) -> None:
                 lifespan="off",
                 timeout_graceful_shutdown=_CONNECTIONS_CLOSE_S,
             )
-            stop.server = _server_class()(config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls)
+            stop.server = _server_class()(
+                config, grace_s=settings.shutdown_grace_s, end_calls=services.end_calls, listening=services.listening
+            )
             if not stop.requested:  # a signal during startup skips serving
                 await stop.server.serve()
             frozen.cancel()  # a stop before the models loaded: nothing left to freeze for

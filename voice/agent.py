@@ -6,7 +6,7 @@ wallet as text (the `VoiceTurn` it is given), then speaks the reply sentence by 
 each carrying its emotion as the frame's `text_type` so the TTS can colour it.
 
 The turn runs as its own task. While it runs, each sentence is spoken the moment the
-model has finished writing it (`LiveSpeech`, which the call's turn reads from `SPEAKING`),
+model has finished writing it (`LiveSpeech`, which the call's turn reads with `live_speech`),
 so the first words go out before the answer is over, and an acknowledgement said with a
 handoff is heard while the specialist works. A barge-in stops the generation being
 spoken (`LiveSpeech.stop`) and drops what is left of it; the turn still writes down and
@@ -56,8 +56,29 @@ class LiveSpeech:
     stop: asyncio.Event
 
 
+class _Speaking:
+    """What `SPEAKING` holds: the turn's `LiveSpeech` while the turn runs, nothing after.
+
+    Whatever copies the context during the turn keeps this box, not the speech: asyncpg's
+    statement cache schedules each new statement's expiry with the context of the turn that
+    prepared it, for five minutes, and a `LiveSpeech` held there kept the whole call (its
+    agent, pipeline and engines' buffers) alive that long after the hang-up: the calls in
+    sequence of bench/call_memory.py (BENCHMARKS.md "Scale")."""
+
+    __slots__ = ("live",)
+
+    def __init__(self, live: LiveSpeech) -> None:
+        self.live: LiveSpeech | None = live
+
+
 # Set while the agent awaits a turn, so the turn (voice.calls.voice_turn) can speak as it goes.
-SPEAKING: ContextVar[LiveSpeech | None] = ContextVar("ava_live_speech", default=None)
+SPEAKING: ContextVar[_Speaking | None] = ContextVar("ava_live_speech", default=None)
+
+
+def live_speech() -> LiveSpeech | None:
+    """The running voice turn's `LiveSpeech`, None outside one (or once it has ended)."""
+    box = SPEAKING.get()
+    return None if box is None else box.live
 
 
 def last_user_text(frame: LLMContextFrame) -> str:
@@ -130,12 +151,14 @@ class AvaVoiceAgent(FrameProcessor):
                 stop.set()
 
         speaker = self.create_task(self._speak_as_said(said, generation, traced), name="ava-voice-speaker")
-        token = SPEAKING.set(LiveSpeech(say, stop))
+        box = _Speaking(LiveSpeech(say, stop))
+        token = SPEAKING.set(box)
         try:
             # The chat turn (a task the call's turn starts) inherits the voice turn's span.
             with traced.span.inside() if traced is not None else contextlib.nullcontext():
                 reply = await self._turn(text)
         finally:
+            box.live = None  # copies of this context keep nothing of the call from now on
             SPEAKING.reset(token)
             said.put_nowait(None)
             started = await speaker

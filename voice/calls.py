@@ -40,7 +40,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from agents import Segment, SpokenReply
 from chat import Person, Turns, detach
 from telemetry import metrics, span
-from voice.agent import SPEAKING, VoiceTurn
+from voice.agent import VoiceTurn, live_speech
 from voice.edge import DOMAIN_ERRORS, notice_for
 from voice.errors import CallInProgress, CallsBusy
 
@@ -227,8 +227,8 @@ def voice_turn(turns: Turns, call: Call, *, zone: ZoneInfo) -> VoiceTurn:
             if not said.done():
                 said.set_result(reply)
 
-        # Spoken as it goes when the agent awaiting this turn can (voice.agent.SPEAKING).
-        live = SPEAKING.get()
+        # Spoken as it goes when the agent awaiting this turn can (voice.agent.live_speech).
+        live = live_speech()
         turn = detach(
             turns.post(
                 call.person,

@@ -106,6 +106,14 @@ def test_the_dockerfile_installs_the_production_lock_with_hashes() -> None:
     assert "--extra dev" not in DOCKERFILE and "[dev]" not in DOCKERFILE
 
 
+def test_the_image_ships_compiled_bytecode() -> None:
+    # The server never writes bytecode (PYTHONDONTWRITEBYTECODE): without it compiled at build
+    # time, every cold start compiles every module it imports (docs/scaling.md#cold-start).
+    build = DOCKERFILE.split("\nFROM ", 2)[1]
+    assert re.search(r"^\s+UV_COMPILE_BYTECODE=1", build, re.MULTILINE), "the build stage compiles what it installs"
+    assert "--no-compile" not in DOCKERFILE
+
+
 def test_the_dockerfile_copies_every_package_and_runs_unprivileged() -> None:
     for package in FIRST_PARTY - {"settings"}:
         assert re.search(rf"^COPY {package} \./{package}$", DOCKERFILE, re.MULTILINE), f"{package} is not copied"

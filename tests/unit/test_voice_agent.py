@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 
 from pipecat.frames.frames import (
     AggregatedTextFrame,
@@ -20,7 +21,7 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.tests.utils import SleepFrame, run_test
 
 from agents import Segment, SpokenReply, parse_spoken
-from voice.agent import SPEAKING, AvaVoiceAgent
+from voice.agent import AvaVoiceAgent, live_speech
 
 
 def said(text: str) -> LLMContextFrame:
@@ -104,7 +105,7 @@ async def test_sentences_said_during_the_turn_are_spoken_at_once_and_a_barge_in_
     stopped: list[bool] = []
 
     async def streaming_turn(text: str) -> SpokenReply:
-        live = SPEAKING.get()
+        live = live_speech()
         assert live is not None, "the agent lets its turn speak as it goes"
         live.say(Segment("On it.", "neutral"))
         with contextlib.suppress(TimeoutError):
@@ -122,3 +123,19 @@ async def test_sentences_said_during_the_turn_are_spoken_at_once_and_a_barge_in_
     assert [(f.text, f.text_type) for f in spoken] == [("On it.", "emotion:neutral")]
     kinds = [type(f) for f in down if isinstance(f, LLMFullResponseStartFrame | LLMFullResponseEndFrame)]
     assert kinds == [LLMFullResponseStartFrame, LLMFullResponseEndFrame]
+
+
+async def test_a_copy_of_the_turns_context_keeps_nothing_of_the_call_once_the_turn_is_over() -> None:
+    # asyncpg's statement cache keeps such a copy for five minutes (a timer scheduled in the
+    # turn's context); a LiveSpeech in it kept the whole call alive that long after the hang-up.
+    copies: list[contextvars.Context] = []
+
+    async def turn(text: str) -> SpokenReply:
+        assert live_speech() is not None
+        copies.append(contextvars.copy_context())
+        return parse_spoken("Done. #neutral#")
+
+    down, _ = await run_test(AvaVoiceAgent(turn), frames_to_send=[said("turn on the light"), SleepFrame(0.2)])
+    assert [f.text for f in down if isinstance(f, AggregatedTextFrame)] == ["Done."]
+    assert len(copies) == 1
+    assert copies[0].run(live_speech) is None, "the turn's speech (and through it the call) is let go"

@@ -1,0 +1,62 @@
+"""What a serving process has imported when it can answer `/readyz`: nothing of voice.
+
+A cold start's wait is mostly imports (docs/scaling.md#cold-start). `avagenc serve` builds
+the call doors after it listens (app.voice.VoiceLater), so Pipecat, the speech engines,
+NumPy, WebRTC and their dependencies must not be pulled in by the path to `/readyz`;
+neither httpx's command line (rich, pygments). A module-level import added anywhere on
+that path would bring them back silently, so a fresh interpreter builds the whole server
+(database, pools, sweeps, routes) as `avagenc serve` does and lists what it imported; then
+it says it listens and the doors load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Top-level packages only a call needs (or nothing the server runs needs).
+VOICE_ONLY = ("voice", "pipecat", "numpy", "onnxruntime", "aiortc", "av", "PIL", "num2words", "faster_whisper",
+              "ctranslate2", "aiohttp", "dns", "loguru", "scenarios", "yaml", "rich", "pygments")  # fmt: skip
+
+_SERVE = """
+import asyncio, json, sys
+import cli  # the command line, as `avagenc serve` starts
+cli.without_httpx_command_line()
+from app.server import running
+from settings import Settings
+
+async def main():
+    settings = Settings(_env_file=None, database_url=sys.argv[1], avagenc_home=sys.argv[2],
+                        session_secret="imports-" + "x" * 40, gemini_api_key=None, voice_preload=False)
+    async with running(settings, voice_in_background=True) as (services, app):
+        await asyncio.sleep(0.2)  # the loop runs a while: nothing loads before the server listens
+        at_ready = sorted({name.split(".")[0] for name in sys.modules})
+        services.listening()
+        await asyncio.wait_for(services.voice_later.ready.wait(), 120)
+        built = services.voice_later.doors is not None
+        print(json.dumps({"at_ready": at_ready, "doors": built, "voice": "pipecat" in sys.modules}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_server_ready_to_serve_text_has_imported_nothing_only_calls_need(database_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "FIREBASE_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE, database_url, str(tmp_path / "state")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    early = sorted(set(VOICE_ONLY) & set(seen["at_ready"]))
+    assert not early, f"imported on the path to /readyz: {early}"
+    assert seen["doors"] and seen["voice"], "once the server listens, the call doors load"
