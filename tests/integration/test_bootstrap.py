@@ -89,8 +89,8 @@ async def test_a_startup_failing_at_any_step_leaves_nothing_open(
     pools: list[asyncpg.Pool] = []
     real_create_pool = app.database.create_pool  # type: ignore[attr-defined]
 
-    async def recorded_pool(dsn: str, *, size_max: int) -> asyncpg.Pool:
-        pool = await real_create_pool(dsn, size_max=size_max)
+    async def recorded_pool(dsn: str, *, size_max: int, single_statements: bool = False) -> asyncpg.Pool:
+        pool = await real_create_pool(dsn, size_max=size_max, single_statements=single_statements)
         pools.append(pool)
         return pool
 
