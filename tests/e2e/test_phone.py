@@ -122,8 +122,7 @@ async def test_a_phone_request_switches_the_light_and_ava_answers_down_the_line(
 
 async def test_a_phone_call_is_heard_as_a_phone_line(app: App, base_url: str) -> None:
     """8 kHz audio flipped more words through Whisper's short window, so the phone door's
-    recogniser hears it its own way (`hear_narrowband`: the empty band filled, the 30 s
-    window when unsure); the speaker's 16 kHz calls do not.
+    recogniser keeps the full one (`hear_narrowband`); the speaker's 16 kHz calls do not.
     And a speaker's recogniser is told the team's names (voice/vocabulary.py), a phone
     call's is not: on 8 kHz speech the prompt dropped "on" from "turn on the bedroom light"
     (docs/sockets.md#voice-pipeline), which the light test above would catch."""

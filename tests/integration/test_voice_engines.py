@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
+from pipecat.audio.utils import create_stream_resampler
 from pipecat.frames.frames import (
     AggregatedTextFrame,
     ErrorFrame,
@@ -33,13 +33,7 @@ from pipecat.tests.utils import run_test
 from pipecat.transcriptions.language import Language
 
 from voice.engines.espeak import EspeakTTSService, synthesize
-from voice.engines.whisper import (
-    WhisperSTTService,
-    preload_whisper,
-    transcribe_full_window,
-    transcribe_narrowband,
-    transcribe_pcm16,
-)
+from voice.engines.whisper import WhisperSTTService, preload_whisper, transcribe_full_window, transcribe_pcm16
 from voice.prosody import emotion_to_ssml, segment_ssml, strip_stray_tags, text_type_for
 
 COMMAND = "turn on the bedroom light"
@@ -156,18 +150,6 @@ async def test_the_short_window_hears_what_the_full_window_hears() -> None:
         pcm = await _pcm16_16k(said)
         short, full = transcribe_pcm16(pcm), transcribe_full_window(pcm)
         assert _words(short) == _words(full), (short, full)
-
-
-async def test_a_phone_line_is_heard_through_its_own_path() -> None:
-    """Speech down an 8 kHz μ-law line and back, as the phone door's recogniser gets it:
-    heard with the empty band filled (the 30 s window when unsure), and a second of the
-    line's silence invents nothing. (espeak-ng's "bedroom light" is misheard over the line
-    by every path measured, the 30 s window too: BENCHMARKS.md, "The phone door".)"""
-    for said in ("what can you do", "open the living room curtain", "good morning"):
-        ulaw = await pcm_to_ulaw(await _pcm16_16k(said), 16_000, 8_000, create_stream_resampler())
-        line = await ulaw_to_pcm(ulaw, 8_000, 16_000, create_stream_resampler())
-        assert _words(transcribe_narrowband(line)) == _words(said), said
-    assert transcribe_narrowband(bytes(32_000)) == ""
 
 
 async def test_an_utterance_longer_than_the_window_is_heard_whole() -> None:

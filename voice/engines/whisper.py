@@ -26,19 +26,16 @@ through 10 or 12 s, phone-quality "bedroom light" became "bad room life" or "jaz
 "chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). The
 decoder is also capped at a length the audio could hold, and words that only repeat one
 phrase to the end are kept once. Utterances longer than the model's window take
-faster-whisper's own path, which splits them.
-
-A phone call's audio (8 kHz, its upper band gone) flipped more words through the short
-window than through the 30 s one ("bedroom light" -> "bedroom life"), and kept the 30 s
-window for a while: 1.5 s per utterance where the speaker's took 0.15 s. With a faint
-noise filled in above 3.9 kHz, where the line left digital nothing (`voice.engines.band_fill`),
-the short window hears phone audio almost as well as the 30 s window; and when its decoder
-was unsure of the words (Whisper's own threshold, `LOG_PROB_UNSURE`), the utterance is heard
-again through the 30 s window. Together they misheard fewer words on phone audio than the
-30 s window alone, and most utterances take the short window's time (`hear_narrowband`;
-`bench.voice_narrowband` measures every choice on phone-line clips, BENCHMARKS.md, "The
-phone door"). Only the English recogniser was measured so; an Indonesian call over the
-phone keeps the 30 s window.
+faster-whisper's own path, which splits them. So does a phone call's audio (8 kHz, its
+upper band gone): on it the short window flipped words ("bedroom light" -> "bedroom
+life") more often than on full-band speech, so a narrowband call keeps the 30 s window and
+its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures the choices on
+38 phone-line clips (BENCHMARKS.md, "The phone door"): the short window at 15, 20 or 24 s,
+with or without a faint fill of the empty upper band, and the multilingual base all misheard
+more words than the full window, so it stays. The fill with a second look through the 30 s
+window when the short decode was unsure misheard fewer words in all, but lost more of the
+device words a command needs ("bedroom" heard as "bad room"; tests/e2e/test_phone.py's
+light stayed off), so it is measured there and not used.
 
 A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
 which Whisper reads as the text said just before each utterance, on both paths; with it,
@@ -71,8 +68,6 @@ from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
-from voice.engines.band_fill import band_filled
-
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
     from faster_whisper.tokenizer import Tokenizer
@@ -91,10 +86,6 @@ LOG_PROB_SILENCE_MAX = -1.0
 # and a log-probability just above the rule's; this sure, it is silence whatever was decoded
 # (real short words scored 0.02-0.11 through the same window).
 NO_SPEECH_PROB_CERTAIN = 0.9
-# A phone line's short-window decode this unsure is heard again through the 30 s window:
-# Whisper's own threshold for decoding again (faster-whisper's `log_prob_threshold`). On
-# phone-line clips about one in eleven fell below it (BENCHMARKS.md, "The phone door").
-LOG_PROB_UNSURE = -1.0
 
 # The short window (see the module's docstring): never below 15 s (shorter ones flip more words and make Whisper
 # repeat itself), one second of room after the speech, and the model's own 30 s at most.
@@ -205,20 +196,6 @@ def transcribe_pcm16(
     return _transcribe_short(samples, recogniser, min_window_s, prompt)
 
 
-def transcribe_narrowband(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prompt: str = "") -> str:
-    """Blocking: a phone line's audio (at 16 kHz, nothing above 4 kHz) to text. English goes
-    through the short window with the empty band filled, and again through the 30 s window
-    when the decoder was unsure (see the module's docstring); other languages, never
-    measured so, and long utterances through the 30 s window only."""
-    samples = _samples(pcm)
-    if recogniser != TINY_EN or len(samples) / WHISPER_RATE + 1 > FULL_WINDOW_S:
-        return transcribe_full_window(pcm, recogniser, prompt=prompt)
-    text, avg_logprob = _decode_short(band_filled(samples), recogniser, SHORT_WINDOW_MIN_S, prompt)
-    if avg_logprob < LOG_PROB_UNSURE:
-        return transcribe_full_window(pcm, recogniser, prompt=prompt)
-    return text
-
-
 def _window_s(seconds: float, min_window_s: int = SHORT_WINDOW_MIN_S) -> int:
     return min(FULL_WINDOW_S, max(min_window_s, math.ceil(seconds) + 1))
 
@@ -227,13 +204,14 @@ def _transcribe_short(
     samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S, prompt_text: str = ""
 ) -> str:
     """One utterance through a window just longer than itself (greedy, no timestamps)."""
-    return _decode_short(samples, recogniser, min_window_s, prompt_text)[0]
+    return decode_short(samples, recogniser, min_window_s, prompt_text)[0]
 
 
-def _decode_short(
+def decode_short(
     samples: np.ndarray, recogniser: Recogniser, min_window_s: int = SHORT_WINDOW_MIN_S, prompt_text: str = ""
 ) -> tuple[str, float]:
-    """The short window's words and how sure the decoder was of them (average log-probability)."""
+    """The short window's words and how sure the decoder was of them (average log-probability;
+    `bench.voice_narrowband` reads it to decide when to hear a phone line again)."""
     import ctranslate2
 
     model = whisper_model(recogniser.model)
@@ -397,12 +375,12 @@ class WhisperSTTService(SegmentedSTTService):
 
     @property
     def narrowband(self) -> bool:
-        """Whether this call is heard as a phone line (`transcribe_narrowband`)."""
+        """Whether this call is heard as a phone line (through the full window)."""
         return self._narrowband
 
     def hear_narrowband(self) -> None:
-        """This call's audio lost its upper band (a phone line): hear it with the band
-        filled (`transcribe_narrowband`), and without the room's names. On 8 kHz speech the names' prompt made Whisper
+        """This call's audio lost its upper band (a phone line): hear it through the full
+        window, and without the room's names. On 8 kHz speech the names' prompt made Whisper
         drop "on" from "turn on the bedroom light" (heard: "Turn the bedroom light.") in
         every try, where it heard the request whole without it: a misheard name is asked
         about, a dropped "on" is an action not taken (docs/sockets.md#voice-pipeline)."""
@@ -424,7 +402,7 @@ class WhisperSTTService(SegmentedSTTService):
         _running += 1
         try:
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-                transcribe = transcribe_narrowband if self._narrowband else transcribe_pcm16
+                transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
                 return await asyncio.to_thread(transcribe, audio, self.recogniser, prompt=self.prompt)
         finally:
             _running -= 1
