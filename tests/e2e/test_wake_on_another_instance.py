@@ -22,26 +22,31 @@ from telemetry import begin, here
 from tests.conftest import App
 
 
-async def test_a_note_is_said_on_the_call_the_other_instance_holds(
-    app: App, settings: Settings, pool: asyncpg.Pool, tmp_path: Path
-) -> None:
-    headers = await app.sign_in("Budi")
+async def _said_on_another_instance(
+    app: App, settings: Settings, tmp_path: Path, name: str, text: str, *, say_span: bool = False
+) -> tuple[str, list[SpokenReply]]:
+    """`name` signs in and is on a call a second process holds (it delivers no notes
+    itself), a note for them falls due on this one; the note's id and what the call said."""
+    headers = await app.sign_in(name)
     me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
     person = await app.services.people.get(me)
     assert person is not None and app.services.reminders is not None
     said: list[SpokenReply] = []
 
     async def speak(reply: SpokenReply) -> None:
+        if say_span:
+            # As a call's voice does (voice/tracing.py, `unprompted`): its `say` under the
+            # trace current where it is asked to speak.
+            begin("say", within=here(), call="call_elsewhere").end()
         said.append(reply)
 
-    # The call's process delivers no notes itself, so the note is the other process's to deliver.
     holder_settings = settings.model_copy(update={"avagenc_home": tmp_path / "holder"})
     async with running(holder_settings, deliver_wakes=False) as (holder, _):
         async with holder.voice.registry.claim_everywhere(person, "voice") as call:
             call.speak = speak
             note = await app.services.reminders.notes.add(
                 person_id=me,
-                text="Remind Budi to take the cake out of the oven.",
+                text=text,
                 due_at=datetime.now(UTC) + timedelta(seconds=1),
                 time_zone="Asia/Jakarta",
                 created_by_run_id=None,
@@ -49,8 +54,16 @@ async def test_a_note_is_said_on_the_call_the_other_instance_holds(
             async with asyncio.timeout(30):
                 while not said:
                     await asyncio.sleep(0.05)
+    return note.id, said
 
-    delivered = await pool.fetchrow("SELECT status, run_id FROM wake_notes WHERE id = $1", note.id)
+
+async def test_a_note_is_said_on_the_call_the_other_instance_holds(
+    app: App, settings: Settings, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    note_id, said = await _said_on_another_instance(
+        app, settings, tmp_path, "Budi", "Remind Budi to take the cake out of the oven."
+    )
+    delivered = await pool.fetchrow("SELECT status, run_id FROM wake_notes WHERE id = $1", note_id)
     assert delivered is not None and delivered["status"] == "delivered"
     run = await pool.fetchrow("SELECT channel, status FROM runs WHERE id = $1", delivered["run_id"])
     assert run is not None and (run["channel"], run["status"]) == ("voice", "succeeded")
@@ -63,33 +76,7 @@ async def test_a_note_is_said_on_the_call_the_other_instance_holds(
 async def test_the_say_on_the_other_instance_continues_the_notes_trace(
     app: App, settings: Settings, tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:
-    headers = await app.sign_in("Budi")
-    me = (await app.client.get("/v1/me", headers=headers)).json()["id"]
-    person = await app.services.people.get(me)
-    assert person is not None and app.services.reminders is not None
-    said: list[SpokenReply] = []
-
-    async def speak(reply: SpokenReply) -> None:
-        # As a call's voice does (voice/tracing.py, `unprompted`): its `say` under the trace
-        # current where it is asked to speak.
-        begin("say", within=here(), call="call_elsewhere").end()
-        said.append(reply)
-
-    holder_settings = settings.model_copy(update={"avagenc_home": tmp_path / "holder"})
-    async with running(holder_settings, deliver_wakes=False) as (holder, _):
-        async with holder.voice.registry.claim_everywhere(person, "voice") as call:
-            call.speak = speak
-            await app.services.reminders.notes.add(
-                person_id=me,
-                text="Remind Budi to water the plants.",
-                due_at=datetime.now(UTC) + timedelta(seconds=1),
-                time_zone="Asia/Jakarta",
-                created_by_run_id=None,
-            )
-            async with asyncio.timeout(30):
-                while not said:
-                    await asyncio.sleep(0.05)
-
+    await _said_on_another_instance(app, settings, tmp_path, "Budi", "Remind Budi to water the plants.", say_span=True)
     finished = spans.get_finished_spans()
     (asked,) = [s for s in finished if s.name == "say elsewhere"]
     (spoken,) = [s for s in finished if s.name == "say"]
