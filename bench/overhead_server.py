@@ -283,12 +283,13 @@ class Baseline:
     check-outs cost.
     """
 
-    def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, sessions: Sessions) -> None:
+    def __init__(self, pool: asyncpg.Pool, lock_pool: asyncpg.Pool, sessions: Sessions, limits: Limits) -> None:
         self._pool = pool
         self._lock_pool = lock_pool
         self._sessions = sessions
-        # The edge's limits, with caps no bench reaches: their statements are a turn's too.
-        self._limits = Limits(pool)
+        # The edge's limits, the product's own (on their own pool), with caps no bench
+        # reaches: their statements are a turn's too.
+        self._limits = limits
         # Prices are append-only and kept in process (PriceBook): read once here.
         self._prices: dict[str, asyncpg.Record] = {}
 
@@ -560,8 +561,9 @@ def summarize(queries: list[str], xids: int) -> dict[str, int]:
 
 class Tracer:
     """Logs every statement of every connection of `pools` between `start` and `stop`:
-    the statement pool and the thread-lock pool, so a turn's lock and unlock (and the
-    check-out they take) are counted like every other statement.
+    the statement pool, the thread-lock pool and the limiter's, so a turn's lock and
+    unlock (and the check-out they take) and its limits are counted like every other
+    statement.
 
     Only for a quiet server: it checks out every pool whole to reach each connection.
     """
@@ -700,10 +702,13 @@ async def serve(*, database_url: str, state_dir: Path, pool_max: int, fd: int) -
         await learning.stop()
         async with services.pool.acquire() as conn:
             await conn.execute(SCHEMA_SQL)
+        limits = services.limits if services.limits is not None else Limits(services.pool)
         add_bench_routes(
             app,
-            Baseline(services.pool, services.lock_pool, services.sessions),
-            Tracer([services.pool, services.lock_pool]),
+            Baseline(services.pool, services.lock_pool, services.sessions, limits),
+            # The limiter's pool too: its statements are a turn's (one pool object when
+            # limits run on the statement pool).
+            Tracer(list({id(p): p for p in (services.pool, services.lock_pool, limits.pool)}.values())),
             learning,
         )
         # The driver made and bound the listening socket, so it knew the port before we ran.

@@ -409,7 +409,7 @@ def report(
         *latency_table(results),
         "",
         "What one request does to PostgreSQL, traced in this run (asyncpg query logger on every connection "
-        "of the statement and thread-lock pools; write transactions = transaction ids handed out):",
+        "of the statement, thread-lock and limiter pools; write transactions = transaction ids handed out):",
         "",
         *trace_lines,
     ]
