@@ -33,6 +33,9 @@ SETTLE_TIMEOUT_S = 30.0
 # Dropped calls a person may have waiting for their next turn's bill: past it, no new
 # speculation starts for them (a halting speaker never piles up unbilled calls).
 DROPPED_MAX = 8
+# People with dropped calls waiting in this process: past it, no one else's speculation
+# starts until some of them have a turn (the waiting list is bounded whoever never returns).
+DROPPED_PEOPLE_MAX = 1_000
 _WORD = re.compile(r"\w+(?:'\w+)?")
 
 

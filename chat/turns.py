@@ -57,7 +57,7 @@ from chat.ports import RunStore, ThreadStore
 from chat.routing import route
 from chat.runs import Run
 from chat.speaking import Speaking
-from chat.speculation import DROPPED_MAX, Speculation, words_of
+from chat.speculation import DROPPED_MAX, DROPPED_PEOPLE_MAX, Speculation, words_of
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
@@ -460,6 +460,7 @@ class Turns:
             channel == "text"
             or self._posting.get(person.id)
             or len(self._dropped.get(person.id, ())) >= DROPPED_MAX
+            or (person.id not in self._dropped and len(self._dropped) >= DROPPED_PEOPLE_MAX)
             or not words_of(text)
             or len(text) > TEXT_CHARS_MAX
             or is_unkeepable(text)

@@ -219,3 +219,22 @@ async def test_a_guess_left_when_the_call_ended_is_billed_with_the_next_turn(sim
     assert run.model_calls == 2 and run.usage["prompt_tokens"] == 150 + 90
     assert await w.thread(me) == [("human", "hi"), ("ava", "Hi Budi!")]
     await wallet_exact(w, me.id, run.cost_micros)
+
+
+async def test_dropped_guesses_waiting_for_too_many_people_stop_new_guesses(
+    sim: SimulatedGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropped calls wait for their person's next turn; people who never come back must not
+    grow that list for ever, so past the cap no one new is guessed for."""
+    monkeypatch.setattr("chat.turns.DROPPED_PEOPLE_MAX", 1)
+    sim.responder = scripted_responder([Answer(text="Sure. #neutral#", prompt_tokens=150)])
+    w, model = await gemini_world(sim)
+    try:
+        budi = await w.person("Budi")
+        assert await w.turns.foresee(budi, text="turn it up", channel="voice", zone=JAKARTA)
+        await asyncio.sleep(0.05)
+        w.turns.unforeseen(budi.id)  # Budi's call ended; his dropped call waits for him
+        sari = await w.person("Sari")
+        assert not await w.turns.foresee(sari, text="what time is it", channel="voice", zone=JAKARTA)
+    finally:
+        await model.aclose()
