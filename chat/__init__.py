@@ -31,7 +31,7 @@ from chat.errors import (
     TooManyStreams,
     Unauthorized,
 )
-from chat.events import EventHub, EventLog
+from chat.events import EVENTS_PAGE, EventHub, EventLog
 from chat.forgetting import Forgetting, no_wakes
 from chat.identity import LocalTokens, Session, Sessions, Tickets, TokenVerifier
 from chat.learning import Learning
@@ -51,6 +51,7 @@ from chat.wallet import Wallet
 from chat.zones import parse_zone
 
 __all__ = [
+    "EVENTS_PAGE",
     "POLL_INTERVAL_S",
     "REVOKED_CHANNEL",
     "AdminDisabled",

@@ -7,12 +7,18 @@ read the rows themselves. The notification carries no data, so a missed one cost
 latency: readers always catch up from their last event id, which is also what makes
 `Last-Event-ID` resumption exact. Events from another process's writes arrive the same
 way as this process's own.
+
+A person's streams (up to five) are woken together and usually stand at the same event id,
+so the hub lets them share one read (`EventHub.read`): one query per notification and
+person rather than one per stream, which under load was as many round trips as the turns
+themselves (BENCHMARKS.md, issue 24's load section).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +35,8 @@ Conn: TypeAlias = "asyncpg.Connection | PoolConnectionProxy[Any]"
 CHANNEL = "avagenc_events"
 # A wake note was delivered: Ava spoke first (or could not, and says why).
 REMINDER_DELIVERED = "reminder.delivered"
+# Events one read returns at most; a stream keeps reading while pages come back full.
+EVENTS_PAGE = 200
 _INSERT_SQL = "INSERT INTO events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
 _SINCE_SQL = """
 SELECT id, type, data, created_at FROM events WHERE person_id = $1 AND id > $2 ORDER BY id LIMIT $3
@@ -76,7 +84,7 @@ class EventLog:
         value = await self._pool.fetchval(_LATEST_SQL, person_id)
         return int(value)
 
-    async def since(self, person_id: str, after_id: int, *, limit: int = 200) -> list[Event]:
+    async def since(self, person_id: str, after_id: int, *, limit: int = EVENTS_PAGE) -> list[Event]:
         rows = await self._pool.fetch(_SINCE_SQL, person_id, after_id, limit)
         return [Event(r["id"], r["type"], r["data"], r["created_at"]) for r in rows]
 
@@ -101,6 +109,10 @@ class EventHub:
         # Process-wide watchers: called with each notified person, and with None after a
         # (re)connect, when a notification may have been missed.
         self._watchers: list[Callable[[str | None], None]] = []
+        # Reads in flight that a stream may still join: person -> event id read after -> the
+        # read. A notification for the person drops them (see `read`); bounded by the reads
+        # in flight, each removed when it ends.
+        self._reading: dict[str, dict[int, asyncio.Future[list[Event]]]] = {}
         listener.watch(CHANNEL, self._heard)
 
     def watch(self, watcher: Callable[[str | None], None]) -> None:
@@ -108,6 +120,12 @@ class EventHub:
         self._watchers.append(watcher)
 
     def _heard(self, person_id: str | None) -> None:
+        # A read that started before this notification may miss what it announces: later
+        # readers start their own.
+        if person_id is None:
+            self._reading.clear()
+        else:
+            self._reading.pop(person_id, None)
         if person_id is None:
             # After a (re)connect a notification may have been missed: let everyone re-read.
             for waiters in self._waiters.values():
@@ -132,6 +150,33 @@ class EventHub:
                 waiters.discard(waiter)
                 if not waiters:
                     del self._waiters[person_id]
+
+    async def read(self, log: EventLog, person_id: str, after_id: int) -> list[Event]:
+        """The person's events after `after_id`, as `log.since` reads them, sharing a read
+        already in flight for the same person and id when no notification for the person
+        has arrived since it started.
+
+        Why that is exact: the caller cleared its wake-up before calling. An event the
+        shared read cannot see was committed after the read started, so its notification
+        comes after that too: if it had come before the caller's call, the read would no
+        longer be shared (`_heard` drops it); if after, it wakes the caller, who reads again."""
+        reading = self._reading.setdefault(person_id, {})
+        shared = reading.get(after_id)
+        if shared is None:
+            shared = asyncio.ensure_future(log.since(person_id, after_id))
+            reading[after_id] = shared
+            shared.add_done_callback(functools.partial(self._read_ended, person_id, after_id))
+        # A caller that goes away (its client left) does not cancel the others' read.
+        return await asyncio.shield(shared)
+
+    def _read_ended(self, person_id: str, after_id: int, read: asyncio.Future[list[Event]]) -> None:
+        reading = self._reading.get(person_id)
+        if reading is not None and reading.get(after_id) is read:
+            del reading[after_id]
+            if not reading:
+                del self._reading[person_id]
+        if not read.cancelled():
+            read.exception()  # every caller may have gone: the failure is theirs, not the loop's to log
 
     def streams(self, person_id: str) -> int:
         return len(self._waiters.get(person_id, ()))

@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from agents import AGENTS, Channel
 from chat import (
+    EVENTS_PAGE,
     EventHub,
     EventLog,
     Lease,
@@ -371,11 +372,15 @@ async def _events(api: ChatApi, person_id: str, cursor: int, lease: Lease) -> As
                 await lease.renew()
                 renewed_at = asyncio.get_running_loop().time()
             wake.clear()
-            batch = await api.event_log.since(person_id, cursor)
+            # The person's other streams, woken by the same notification, share this read.
+            batch = await api.hub.read(api.event_log, person_id, cursor)
             for event in batch:
                 cursor = event.id
                 yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data, ensure_ascii=False)}\n\n"
-            if batch:
+            # A full page may have more behind it. A shorter one held every event committed
+            # when it was read, and any later one notifies after its commit, which sets `wake`
+            # (cleared before the read): waiting loses nothing and saves a read that finds none.
+            if len(batch) >= EVENTS_PAGE:
                 continue
             try:
                 async with asyncio.timeout(api.sse_keepalive_s):

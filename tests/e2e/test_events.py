@@ -1,4 +1,5 @@
 """Live events over SSE through a real uvicorn: the order a turn's events arrive in,
+every one of a person's streams receiving all of them (they share their reads),
 resuming with Last-Event-ID, the per-person stream cap, and events written by another
 server process reaching this one's clients through LISTEN/NOTIFY."""
 
@@ -40,6 +41,34 @@ async def test_a_turn_streams_its_messages_and_runs_in_order(app: App) -> None:
     ]
     ids = [e.id or 0 for e in seen]
     assert ids == sorted(ids) and 0 not in ids
+
+
+async def test_every_stream_of_a_person_receives_every_event_of_two_turns(app: App) -> None:
+    headers = await app.sign_in()
+    async with serve_in_process(app.app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        opened = [client.stream("GET", "/v1/events", headers=headers) for _ in range(3)]
+        streams = [await s.__aenter__() for s in opened]
+        try:
+            readers = [read_events(stream) for stream in streams]
+            for text in ("turn on the bedroom light", "hi"):
+                answered = await client.post("/v1/messages", json={"text": text}, headers=headers)
+                assert answered.status_code == 200
+            seen = []
+            for events in readers:
+                got = await collect(events, "run.finished:zee")
+                got += await collect(events, "run.finished:ava")
+                got += await collect(events, "run.finished:ava")
+                seen.append([(e.id, e.type, e.data) for e in got])
+        finally:
+            for s in opened:
+                await s.__aexit__(None, None, None)
+    assert seen[0] == seen[1] == seen[2]
+    assert [data["text"] for _, kind, data in seen[0] if kind == "message" and data["author"] == "human"] == [
+        "turn on the bedroom light",
+        "hi",
+    ]
+    ids = [event_id for event_id, _, _ in seen[0]]
+    assert ids == sorted(set(ids))
 
 
 async def test_a_client_resumes_from_last_event_id(app: App) -> None:
