@@ -85,9 +85,12 @@ from web.doors import DoorsStarting, add_doors
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
-# The limiter's connections: a counting statement holds one for about 0.1 ms, so four serve
-# some 30,000 checks a second, far more than a process serves requests.
-LIMITS_POOL_MAX = 4
+# The connections handed back without asyncpg's reset round trip, for users that run only
+# single statements leaving no session state: the limiter, live-event reads (one per
+# notification and person, chat.events) and the sign-in checks every request makes (the
+# session's revocation, the person). Each holds one for about 0.1-1 ms, so eight serve
+# thousands a second, more than a process serves requests.
+SINGLE_STATEMENTS_POOL_MAX = 8
 
 if TYPE_CHECKING:
     # Voice (Pipecat, speech engines) is imported only by the steps that build it.
@@ -364,8 +367,10 @@ async def bootstrap(
     supervise_database(embedded, dsn, stack)
     pool = await build_pool(dsn, stack, size_max=settings.database_pool_max)
     lock_pool = await build_pool(dsn, stack, size_max=settings.turns_concurrent_max)
-    # The limiter's own connections, handed back without asyncpg's reset round trip (chat.limits).
-    limits = Limits(await build_pool(dsn, stack, size_max=LIMITS_POOL_MAX, single_statements=True))
+    # Connections handed back without asyncpg's reset round trip (database.pool.create_pool):
+    # the limiter's (chat.limits), and the people's and sessions' single statements below.
+    single = await build_pool(dsn, stack, size_max=SINGLE_STATEMENTS_POOL_MAX, single_statements=True)
+    limits = Limits(single)
     if migrate_first:
         await build_migrations(pool)
     chosen = build_model(settings, stack, model)
@@ -408,7 +413,7 @@ async def bootstrap(
     # Turns and charges that outlived their requests finish before the listener and pools close.
     stack.push_async_callback(drain_detached, timeout_s=settings.shutdown_grace_s)
     hub = build_event_hub(listener)
-    people = People(pool, default_time_zone=settings.default_time_zone)
+    people = People(single, default_time_zone=settings.default_time_zone)
     # The server's sweep: what a crash left, settled before serving; then, every few
     # seconds, what an outage left while it serves (chat.recovery).
     sweeper = Sweeper(
@@ -426,7 +431,7 @@ async def bootstrap(
     start_sweeping(retention, stack)
     await start_learning(memory, hub, stack)
     local_tokens = LocalTokens(session_secret(settings), ttl_s=settings.session_ttl_s)
-    sessions, verifier = build_identity(settings, stack, pool=pool, people=people, wallet=wallet, local=local_tokens)
+    sessions, verifier = build_identity(settings, stack, pool=single, people=people, wallet=wallet, local=local_tokens)
     tickets = Tickets(pool)
     # `avagenc serve` builds the call doors after it serves text (app.voice.VoiceLater); they
     # close at this place in the shutdown either way.
@@ -544,7 +549,8 @@ def serve_app(services: Services) -> FastAPI:
         tickets=services.tickets,
         turns=services.turns,
         threads=services.threads,
-        event_log=EventLog(services.pool),
+        # Reset-free connections: a read is one statement (chat.events).
+        event_log=EventLog(services.limits.pool if services.limits is not None else services.pool),
         hub=services.hub,
         sse_streams_per_person_max=settings.sse_streams_per_person_max,
         sse_keepalive_s=settings.sse_keepalive_s,
