@@ -8,6 +8,7 @@ splits it and `topics_of` gives the domains in the order they were asked.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -401,14 +402,28 @@ FOLLOW_UP = (
 _CLAUSE_BREAK = re.compile(r"\s*(?:[,;.!?]+\s+|\s(?:and then|and|then|dan|terus|lalu|trus|abis itu|sama)\s)\s*", re.I)
 
 
+# Why cached: one turn asks some 150 phrase lists about the same few clauses (every
+# specialist's claim, every intent), and splitting the text again for each was the offline
+# model's largest cost under load (BENCHMARKS.md, issue 24's load section). Bounded: the
+# texts of the turns in flight and their clauses.
+_WORDS_CACHED_MAX = 512
+
+
+@functools.lru_cache(maxsize=_WORDS_CACHED_MAX)
 def words_of(text: str) -> str:
     """Lower-cased words separated by single spaces, for whole-phrase matching."""
     return " " + " ".join(re.findall(r"[\w'°%]+", text.lower().replace("\u2019", "'"))) + " "
 
 
+@functools.lru_cache(maxsize=_WORDS_CACHED_MAX)
+def _padded(phrases: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
+    # The phrase lists are module constants: each is padded once, not on every question.
+    return tuple(f" {p} " for p in phrases)
+
+
 def has_any(text: str, phrases: tuple[str, ...] | frozenset[str]) -> bool:
     padded = words_of(text)
-    return any(f" {p} " in padded for p in phrases)
+    return any(p in padded for p in _padded(phrases))
 
 
 def _marked(word: str) -> bool:
