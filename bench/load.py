@@ -6,7 +6,8 @@ streams are spread over them and held open for the whole run; then messages are 
 `--rate` per second for `--seconds`, open loop (each on time, whether the ones before have
 answered or not), round robin over the people. Reported: errors (any answer but 200, any
 stream that ended), turn latency p50/p99, the rate achieved, live events the clients
-received, the server process's CPU time per turn (with the streams' reads it causes), and
+received, the CPU time per turn of the server process and of the PostgreSQL instance (with
+the streams' reads it causes), and
 the server's resident memory after the streams opened, after warm-up
 (the first fifth of the run) and at the end. Issue 24's setting is `--clients 200 --rate
 50 --seconds 60`; the defaults are shorter for a shared machine.
@@ -30,17 +31,11 @@ import psutil
 from bench.cold_start import _prepare
 from bench.report import kept
 from bench.servers import BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
+from bench.turn_overhead import Watched, postmaster_pid
 
 
 def _rss_mb(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds the server process has used (user and system): what a turn costs it,
-    whatever else shares the machine."""
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 async def _stream(client: httpx.AsyncClient, headers: dict[str, str], received: list[int], failed: list[str]) -> None:
@@ -106,10 +101,13 @@ async def main() -> None:
                 return client, people[i % args.people]
 
             load = os.getloadavg()[0]
-            cpu_before = _cpu_s(process.pid)
+            # CPU time, unlike latency, barely moves when other work shares the machine.
+            watched = Watched(server=process.pid, postmaster=await postmaster_pid(database_url))
+            cpu_before = watched.cpu_s()
             took = await said.open_loop(args.rate, args.seconds, turn)
             await asyncio.sleep(2)  # the last events reach the clients
-            cpu_used = _cpu_s(process.pid) - cpu_before
+            cpu_after = watched.cpu_s()
+            server_cpu, database_cpu = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
             end_mb = _rss_mb(process.pid)
             load = max(load, os.getloadavg()[0])
             for task in streams:
@@ -128,8 +126,11 @@ async def main() -> None:
     )
     print(f"  turn latency p50 {statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
     print(f"  live events received by the clients: {received[0]:,}")
-    per_turn_ms = cpu_used * 1000 / max(1, len(ordered))
-    print(f"  server CPU {cpu_used:.1f} s, {per_turn_ms:.1f} ms per turn (the streams' reads included)")
+    turns = max(1, len(ordered))
+    print(
+        f"  CPU per turn (the streams' reads included): server {server_cpu * 1000 / turns:.1f} ms, "
+        f"PostgreSQL {database_cpu * 1000 / turns:.1f} ms ({server_cpu:.1f} s and {database_cpu:.1f} s in all)"
+    )
     print(f"  server RSS: idle {idle_mb:.0f} MB, with the streams open {streams_mb:.0f} MB "
           f"({(streams_mb - idle_mb) * 1024 / args.clients:.0f} KB per client), after warm-up {warm_mb[0]:.0f} MB, "
           f"at the end {end_mb:.0f} MB ({(end_mb / warm_mb[0] - 1) * 100:+.1f} % since warm-up)")  # fmt: skip
