@@ -320,11 +320,7 @@ def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
 
 
 def _chat(url: str, args: argparse.Namespace) -> int:
-    if "httpx" not in sys.modules:
-        # httpx loads its own command line (httpx._main) when it can, and with it click and
-        # rich: a third of the client's start (docs/http.md#terminal-client). A None entry makes
-        # that import fail, and httpx then keeps a stub `main`, which the chat never calls.
-        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    without_httpx_command_line()  # a third of the client's start (docs/http.md#terminal-client)
     from cli.terminal import run_terminal
 
     try:
