@@ -9,7 +9,9 @@ It imports nothing of the server (the team comes from `GET /v1/agents`), so it s
 At a terminal, lines are read with prompt_toolkit: arrow keys edit and recall, history is kept
 across runs (`$XDG_STATE_HOME/avagenc/chat_history`), Tab completes an `@` name or a command,
 and the bottom line shows the wallet and whether live events flow (cli/status.py). `/call`
-talks to Ava through the speaker door (cli/call.py).
+talks to Ava through the speaker door (cli/call.py). The session is remembered per server
+(`$XDG_CONFIG_HOME/avagenc/sessions.json`, owner-only), so a start signs in only when the
+server refuses it; the prompt comes up before the history and the wallet, which follow.
 
 What is written elsewhere appears as it is written: the client follows `GET /v1/events`
 and prints each new message of the thread (a line sent from the web app, a call's words,
