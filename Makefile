@@ -51,6 +51,8 @@ bench: install
 	.venv/bin/python -m bench.instances --instances 2 --people 8 --rate 4 --seconds 5
 	.venv/bin/python -m bench.notify_ceiling --writers 4 --seconds 1 --rounds 1
 	.venv/bin/python -m bench.cold_start --runs 2
+	# The terminal client's start to its prompt, in a pseudo-terminal (issue 23).
+	.venv/bin/python -m bench.terminal_start --runs 1
 	# What tracing costs the voice pipeline's taps, per frame and per live call (issue 23).
 	.venv/bin/python -m bench.trace_cost
 	# A call's memory, calls in sequence for a leak, rows per spoken turn (the full run: no --quick).

@@ -12,9 +12,9 @@ invariants hold after each pass:
 - a run left `running` where no live turn holds the thread is failed (`abandoned`): another
   server process sharing the database may be running it right now, and then its turn
   holds the thread;
-- every call in this process's outbox whose charge failed, every call in the outbox file
-  of a process that is gone, and every call recorded without a cost is charged, with its
-  ref, so once and only once;
+- every call and voice slice in this process's outbox whose charge failed, every one in
+  the outbox file of a process that is gone, and every call recorded without a cost is
+  charged, with its ref, so once and only once;
 - a person's message of the last day that no run answers is answered (or, on an empty
   wallet, given a short reply of ours saying why), under the person's thread, so a retry
   of the same message and the sweep answer it once between them.

@@ -7,20 +7,20 @@ charge is shielded from cancellation: a client that disconnects mid-run is still
 charged for every call that completed, and a retried request never charges twice
 (each call's ref is `run:<run_id>:call:<n>`).
 
-A slice of a call's speech that cannot be charged when it ends (the database is away) is
-kept in memory and charged by the sweep with `settle_outbox`, with the same ref
-`voice:<call>:<n>` and the same time, so it is charged once (docs/money.md#voice-seconds).
+A slice of a call's speech is kept in the same outbox as the model calls (chat.outbox) from
+the moment it ends until its charge is written; one the database missed is charged by the
+sweep with `settle_outbox`, after a restart too, with the same ref `voice:<call>:<n>` and the
+same time, so it is charged once (docs/money.md#voice-seconds).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from chat.detached import run_detached
-from chat.outbox import Outbox, PendingCall
+from chat.outbox import Outbox, PendingCall, PendingSlice
 from chat.ports import EventSink, RunStore
 from chat.runs import RunGone
 from ledger import (
@@ -49,23 +49,6 @@ log = logging.getLogger(__name__)
 # Voice slices kept for the sweep at most (one per exchange of a call): past this, a slice
 # that cannot be charged is logged as lost rather than held in memory without bound.
 VOICE_UNSETTLED_MAX = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class _VoiceSlice:
-    """One slice of a call's speech as it will be charged: its time picks the price, so a
-    retry is the same charge."""
-
-    person_id: str
-    call_id: str
-    slice_index: int
-    channel: str
-    usage: VoiceUsage
-    at: datetime
-
-    @property
-    def ref(self) -> str:
-        return f"voice:{self.call_id}:{self.slice_index}"
 
 
 def token_usage(usage: dict[str, int]) -> TokenUsage:
@@ -106,10 +89,9 @@ class Wallet:
         self._runs = runs
         self._events = events
         self._signup_grant_micros = signup_grant_micros
-        # Every call's usage from the moment it returns until its charge is written.
+        # Every call's usage from the moment it returns, and every voice slice's from the
+        # moment it ends, until its charge is written.
         self.outbox = outbox or Outbox(None)
-        # Voice slices whose charge failed, by ref, until the sweep writes them.
-        self._voice_unsettled: dict[str, _VoiceSlice] = {}
 
     async def balance_micros(self, person_id: str) -> int:
         return await self._ledger.balance_micros(user_account(person_id))
@@ -246,25 +228,27 @@ class Wallet:
         """Charge one slice of a call's speech (seconds heard, characters spoken). One that
         cannot be charged now is kept for the sweep (`settle_outbox`) and the error raised."""
         assert self._voice_prices is not None, "a wallet that bills calls is given voice prices"
-        piece = _VoiceSlice(person_id, call_id, slice_index, channel, usage, datetime.now(UTC))
+        piece = PendingSlice(person_id, call_id, slice_index, channel, usage, datetime.now(UTC))
+        self.outbox.add(piece)  # on disk before the charge is tried
         try:
             return await self._charge_slice(piece)
-        except Exception:
+        except BaseException:
             self._keep_unsettled(piece)
             raise
 
     @property
     def voice_unsettled(self) -> int:
         """How many voice slices wait for the sweep."""
-        return len(self._voice_unsettled)
+        return sum(isinstance(entry, PendingSlice) for entry in self.outbox.to_retry())
 
-    def _keep_unsettled(self, piece: _VoiceSlice) -> None:
-        if piece.ref in self._voice_unsettled or len(self._voice_unsettled) < VOICE_UNSETTLED_MAX:
-            self._voice_unsettled[piece.ref] = piece
+    def _keep_unsettled(self, piece: PendingSlice) -> None:
+        if self.voice_unsettled < VOICE_UNSETTLED_MAX:
+            self.outbox.failed(piece)
             return
+        self.outbox.done(piece)  # dropped from memory, and from the file at its next compaction
         log.error("voice slice %s not charged and not kept: %d already wait", piece.ref, VOICE_UNSETTLED_MAX)
 
-    async def _charge_slice(self, piece: _VoiceSlice) -> int:
+    async def _charge_slice(self, piece: PendingSlice) -> int:
         assert self._voice_prices is not None
         transaction = await run_detached(
             charge_voice_usage(
@@ -278,7 +262,7 @@ class Wallet:
                 at=piece.at,
             )
         )
-        self._voice_unsettled.pop(piece.ref, None)
+        self.outbox.done(piece)
         if transaction is not None and not transaction.replayed:
             # Counted once per slice: a replayed slice was counted when it was first charged.
             channel, usage = piece.channel, piece.usage
@@ -293,23 +277,26 @@ class Wallet:
         process that is gone left in its outbox file, and the voice slices this process
         could not charge when they ended; returns how many were charged."""
         settled = 0
-        for piece in list(self._voice_unsettled.values()):
-            await self._charge_slice(piece)
-            settled += 1
-        for call in self.outbox.to_retry():
-            if await self._charge(call, announce=False) is not None:
-                await self.announce(call.person_id)
+        for entry in self.outbox.to_retry():
+            if isinstance(entry, PendingSlice):
+                await self._charge_slice(entry)  # announces the balance itself
                 settled += 1
-        for path, calls in self.outbox.orphans():
+            elif await self._charge(entry, announce=False) is not None:
+                await self.announce(entry.person_id)
+                settled += 1
+        for path, entries in self.outbox.orphans():
             try:
-                for call in calls:
-                    if await self._charge(call, announce=False) is not None:
+                for entry in entries:
+                    if isinstance(entry, PendingSlice):
+                        await self._charge_slice(entry)
+                        settled += 1
+                    elif await self._charge(entry, announce=False) is not None:
                         settled += 1
             except BaseException:
                 self.outbox.release(path)
                 raise
             self.outbox.forget(path)
-            for person_id in {c.person_id for c in calls}:
+            for person_id in {e.person_id for e in entries if isinstance(e, PendingCall)}:
                 await self.announce(person_id)
         self.outbox.compact()
         return settled

@@ -149,6 +149,16 @@ def without_httpx_command_line() -> None:
         sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
 
+def without_http2() -> None:
+    """httpcore imports the HTTP/2 library (h2, hpack) whenever it is installed, on every
+    `import httpx`, though httpx speaks HTTP/2 only when a client asks for it: a third of
+    the terminal client's imports before its prompt (BENCHMARKS.md, the terminal client's
+    start). Only `chat` marks it missing, as it never asks; httpcore then keeps a stub that
+    refuses HTTP/2. The server leaves it alone: a vendor's client library in it may ask."""
+    if "httpcore" not in sys.modules:
+        sys.modules["h2"] = None  # type: ignore[assignment]
+
+
 async def serve(settings: Settings, *, model: Model | None = None) -> None:
     """Run the server until SIGTERM or SIGINT, then shut down gracefully (see module doc).
     `model` is for tests that need a model of their own behind the real command."""
@@ -320,11 +330,10 @@ def _configure_logging(verb: str, form: LogFormat = "plain") -> None:
 
 
 def _chat(url: str, args: argparse.Namespace) -> int:
-    if "httpx" not in sys.modules:
-        # httpx loads its own command line (httpx._main) when it can, and with it click and
-        # rich: a third of the client's start (docs/http.md#terminal-client). A None entry makes
-        # that import fail, and httpx then keeps a stub `main`, which the chat never calls.
-        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    # Neither httpx's command line nor HTTP/2 is ever used by the client, and loading them
+    # was two thirds of its imports (docs/http.md#terminal-client).
+    without_httpx_command_line()
+    without_http2()
     from cli.terminal import run_terminal
 
     try:

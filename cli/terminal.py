@@ -9,7 +9,9 @@ It imports nothing of the server (the team comes from `GET /v1/agents`), so it s
 At a terminal, lines are read with prompt_toolkit: arrow keys edit and recall, history is kept
 across runs (`$XDG_STATE_HOME/avagenc/chat_history`), Tab completes an `@` name or a command,
 and the bottom line shows the wallet and whether live events flow (cli/status.py). `/call`
-talks to Ava through the speaker door (cli/call.py).
+talks to Ava through the speaker door (cli/call.py). The session is remembered per server
+(`$XDG_CONFIG_HOME/avagenc/sessions.json`, owner-only), so a start signs in only when the
+server refuses it; the prompt comes up before the history and the wallet, which follow.
 
 What is written elsewhere appears as it is written: the client follows `GET /v1/events`
 and prints each new message of the thread (a line sent from the web app, a call's words,
@@ -35,6 +37,7 @@ import functools
 import getpass
 import json
 import os
+import ssl
 import sys
 import threading
 import uuid
@@ -69,6 +72,8 @@ EVENTS_TIMEOUT = httpx.Timeout(10.0, read=120.0)
 EVENTS_OPEN_WAIT_S = 1.0
 # Messages remembered as shown, so none is printed twice (older ones never come again).
 SHOWN_MAX = 1000
+# Servers whose session is remembered (cli/terminal.py RememberedSessions).
+SESSIONS_MAX = 20
 # Leaving the chat during a call: how long the call gets to hang up.
 CALL_END_S = 3.0
 
@@ -113,31 +118,53 @@ async def run_terminal(
         # prompt_toolkit is the largest import of the client: it loads on a thread while the
         # server signs the person in, so the prompt does not wait for both one after the other.
         threading.Thread(target=_load_line_editing, name="avagenc-load", daemon=True).start()
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TIMEOUT, transport=transport) as client:
-        token = await _sign_in(client, name=name or _login_name(), out=out)
-        if token is None:
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=TIMEOUT, transport=transport, verify=_tls(url)
+    ) as client:
+        opened = await _open_session(client, url=url, name=name or _login_name(), out=out)
+        if opened is None:
             return 1
-        client.headers["Authorization"] = f"Bearer {token}"
-        team = await _team(client)
+        token, team = opened
         status = Status()
         with _line_editing(source, team, status) as session:
             screen = Screen(out, team, session=session)
             # Live events open before the history is read, so nothing written in between is
-            # missed (a message in both is shown once); the prompt waits a moment for them.
-            opened = asyncio.Event()
-            following = asyncio.create_task(_follow(client, screen, opened, status), name="avagenc-events")
+            # missed (a message in both is shown once); the history waits a moment for them.
+            events_open = asyncio.Event()
+            following = asyncio.create_task(_follow(client, screen, events_open, status), name="avagenc-events")
             calls = Calls(client, screen, status, token=token, time_zone=zone)
+            catching_up = asyncio.create_task(_catch_up(client, screen, status, events_open), name="avagenc-catch-up")
             try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(opened.wait(), EVENTS_OPEN_WAIT_S)
-                await _show_history(client, screen)
-                await _read_wallet(client, status)
+                if session is None:  # a pipe's lines are answered after the history, in order
+                    await catching_up
+                # At a terminal the prompt is up at once: the history and the wallet are
+                # printed above it and filled into the status line as they arrive.
                 return await _converse(client, source, screen, status, calls)
             finally:
                 await calls.end()
-                following.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await following
+                for task in (catching_up, following):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+
+
+async def _catch_up(client: httpx.AsyncClient, screen: Screen, status: Status, events_open: asyncio.Event) -> None:
+    """The recent thread, once the live events are open (or have had a moment), then the wallet."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(events_open.wait(), EVENTS_OPEN_WAIT_S)
+    await _show_history(client, screen)
+    await _read_wallet(client, status)
+
+
+def _tls(url: str) -> ssl.SSLContext | bool:
+    """Certificates are checked for an https server as httpx always does. For an http one
+    (the usual `avagenc chat` against a server on this machine) no certificate is ever read,
+    and loading the trusted ones costs more than the rest of the start on a slow machine
+    (BENCHMARKS.md, the terminal client's start): a context that trusts nobody is given
+    instead, so a request that somehow reached TLS would fail rather than go unchecked."""
+    if url.lower().startswith("https:"):
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def local_time_zone(*, environ: Mapping[str, str] | None = None, localtime: Path = LOCALTIME) -> str | None:
@@ -185,7 +212,38 @@ def _login_name() -> str:
         return "me"
 
 
-async def _sign_in(client: httpx.AsyncClient, *, name: str, out: TextIO) -> str | None:
+async def _open_session(
+    client: httpx.AsyncClient, *, url: str, name: str, out: TextIO
+) -> tuple[str, dict[str, str]] | None:
+    """(the session token, the team) with the session this machine remembers for `url` and
+    `name` when the server still takes it, else a new sign-in (then remembered); None, said
+    in one line, when there is no session to be had. Sets the client's Authorization."""
+    sessions = RememberedSessions(sessions_file())
+    remembered = sessions.get(url, name)
+    if remembered is not None:
+        token, user = remembered
+        client.headers["Authorization"] = f"Bearer {token}"
+        try:
+            response = await client.get("/v1/agents")
+        except httpx.TransportError as exc:
+            _say(out, _transport_line(client, exc))
+            return None
+        if response.status_code != httpx.codes.UNAUTHORIZED:
+            _say(out, f"Signed in as {user}. /help for commands.")
+            return token, _team_of(response)
+        sessions.forget(url)  # expired, revoked, or another server's secret: sign in again
+        del client.headers["Authorization"]
+    signed = await _sign_in(client, name=name, out=out)
+    if signed is None:
+        return None
+    token, user = signed
+    sessions.remember(url, name, token=token, user=user)
+    client.headers["Authorization"] = f"Bearer {token}"
+    return token, await _team(client)
+
+
+async def _sign_in(client: httpx.AsyncClient, *, name: str, out: TextIO) -> tuple[str, str] | None:
+    """(token, the person's name as the server has it), or None said in one line."""
     try:
         response = await client.post("/v1/auth/local", json={"name": name})
     except httpx.TransportError as exc:
@@ -195,8 +253,9 @@ async def _sign_in(client: httpx.AsyncClient, *, name: str, out: TextIO) -> str 
         _say(out, _problem_line(response))
         return None
     body = response.json()
-    _say(out, f"Signed in as {body['user']['name']}. /help for commands.")
-    return str(body["token"])
+    user = str(body["user"]["name"])
+    _say(out, f"Signed in as {user}. /help for commands.")
+    return str(body["token"]), user
 
 
 async def _team(client: httpx.AsyncClient) -> dict[str, str]:
@@ -205,11 +264,75 @@ async def _team(client: httpx.AsyncClient) -> dict[str, str]:
         response = await client.get("/v1/agents")
     except httpx.TransportError:
         return {}
+    return _team_of(response)
+
+
+def _team_of(response: httpx.Response) -> dict[str, str]:
     if response.is_error:
         return {}
     with contextlib.suppress(ValueError, KeyError, TypeError):
         return {str(a["name"]): str(a["display_name"]) for a in response.json()["agents"]}
     return {}
+
+
+def sessions_file(environ: Mapping[str, str] | None = None) -> Path:
+    """Where sessions are remembered between runs (the XDG config folder, as gh and gcloud keep theirs)."""
+    environ = os.environ if environ is None else environ
+    config = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "avagenc" / "sessions.json"
+
+
+class RememberedSessions:
+    """The session token of each server this machine has chatted with, so a start does not
+    sign in again (docs/http.md#terminal-client): one per server address, for the name it was
+    signed in with, the newest SESSIONS_MAX servers. The file is readable by its owner only
+    (0600, in a 0700 folder), as the token is as good as the person's sign-in; it is written
+    whole to a new file and renamed over the old one, so a crash never leaves half of it. A
+    file that cannot be read or written only means signing in again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def get(self, url: str, name: str) -> tuple[str, str] | None:
+        """(token, the person's name as the server has it) remembered for `url` and `name`."""
+        entry = self._load().get(_server_key(url))
+        if not isinstance(entry, dict) or entry.get("name") != name:
+            return None
+        token, user = entry.get("token"), entry.get("user")
+        return (token, user) if isinstance(token, str) and isinstance(user, str) and token else None
+
+    def remember(self, url: str, name: str, *, token: str, user: str) -> None:
+        sessions = self._load()
+        sessions.pop(_server_key(url), None)
+        sessions[_server_key(url)] = {"name": name, "user": user, "token": token}  # newest last
+        while len(sessions) > SESSIONS_MAX:
+            del sessions[next(iter(sessions))]
+        self._save(sessions)
+
+    def forget(self, url: str) -> None:
+        sessions = self._load()
+        if sessions.pop(_server_key(url), None) is not None:
+            self._save(sessions)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            sessions = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return sessions if isinstance(sessions, dict) else {}
+
+    def _save(self, sessions: Mapping[str, Any]) -> None:
+        fresh = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(sessions, file, indent=1)
+            os.replace(fresh, self.path)
+
+
+def _server_key(url: str) -> str:
+    return url.rstrip("/").lower()
 
 
 def history_file(environ: Mapping[str, str] | None = None) -> Path:
@@ -306,10 +429,10 @@ async def _show_history(client: httpx.AsyncClient, screen: Screen) -> None:
         screen.say(_problem_line(response))
         return
     page = response.json()
-    if page["has_more"]:
-        screen.say("(earlier messages are in the web app)")
-    for message in page["messages"]:
-        screen.message(message)
+    lines = ["(earlier messages are in the web app)"] if page["has_more"] else []
+    lines += [line for message in page["messages"] if (line := screen.line(message)) is not None]
+    if lines:  # at once: above a prompt that is up, each print draws the prompt again
+        screen.say("\n".join(lines))
 
 
 class Screen:
@@ -337,16 +460,22 @@ class Screen:
 
     def message(self, message: Mapping[str, Any]) -> None:
         """Show a message of the thread unless it has been shown (or typed here)."""
+        if (line := self.line(message)) is not None:
+            self.say(line)
+
+    def line(self, message: Mapping[str, Any]) -> str | None:
+        """The line to show for a message of the thread, counted as shown; None when it has
+        been shown (or typed here)."""
         message_id = str(message.get("id"))
         if message_id in self._shown:
-            return
+            return None
         self._shown[message_id] = None
         if len(self._shown) > SHOWN_MAX:
             del self._shown[next(iter(self._shown))]
         if message.get("author") == HUMAN and self._own[text := str(message.get("text"))] > 0:
             self._own[text] -= 1
-            return
-        self.say(_message_line(message, self.team))
+            return None
+        return _message_line(message, self.team)
 
 
 async def _converse(client: httpx.AsyncClient, source: TextIO, screen: Screen, status: Status, calls: Calls) -> int:

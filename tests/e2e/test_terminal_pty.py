@@ -133,7 +133,14 @@ def _last_line(terminal: Terminal) -> str:
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm", "TZ": "Asia/Jakarta", **extra}
+    return {
+        **os.environ,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TERM": "xterm",
+        "TZ": "Asia/Jakarta",
+        **extra,
+    }
 
 
 async def _balance(app: App, headers: dict[str, str]) -> int:

@@ -1,20 +1,24 @@
 """Voice usage on the ledger: its own price rows, exact integer arithmetic, one charge
 per slice however often it is written, counted in the day's usage, and a slice the
-database missed charged by the sweep."""
+database missed charged by the sweep, also when the process that missed it was killed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import asyncpg
 import pytest
 
-from chat import Wallet
+from chat import Outbox, Wallet
 from chat.memory import MemoryEvents
 from chat.runs import Runs
 from ledger import PostgresLedger, PriceBook, VoicePriceBook, VoiceUsage, charge_voice_usage, user_account
@@ -117,3 +121,97 @@ async def test_a_slice_the_database_missed_is_charged_once_by_the_sweep(
     assert [r["ref"] for r in refs] == ["voice:call_9:1", "voice:call_9:2"]
     assert await wallet.balance_micros("usr_w") == -2 * first
     assert (await PostgresLedger(pool).verify()).ok
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The first process: the database is away as a call's slice ends; it says so and is killed.
+_MISSES_A_SLICE = """
+import asyncio, sys
+from pathlib import Path
+import asyncpg
+from chat import Outbox, Wallet
+from chat.memory import MemoryEvents
+from chat.runs import Runs
+from ledger import PostgresLedger, PriceBook, VoicePriceBook, VoiceUsage
+
+async def main(url, folder):
+    pool = await asyncpg.create_pool(url, min_size=0, max_size=1)
+    wallet = Wallet(
+        ledger=PostgresLedger(pool), prices=PriceBook(pool), runs=Runs(pool), events=MemoryEvents(),
+        signup_grant_micros=0, voice_prices=VoicePriceBook(pool), outbox=Outbox(Path(folder)),
+    )
+    usage = VoiceUsage(stt_engine="whisper-tiny.en", stt_ms=1_000, tts_engine="espeak-ng", tts_characters=20)
+    try:
+        await wallet.charge_voice(person_id="usr_k", call_id="call_k", slice_index=2, channel="voice", usage=usage)
+    except Exception as exc:
+        print("missed", type(exc).__name__, wallet.voice_unsettled, flush=True)
+    await asyncio.sleep(600)  # killed long before
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_a_slice_missed_by_a_killed_process_is_charged_once_after_the_restart(
+    pool: asyncpg.Pool, database_url: str, pg_admin_url: str, tmp_path: Path
+) -> None:
+    """A process whose slice ended while the database was away is killed (SIGKILL) before
+    the database returns. The next process's sweep finds the slice in the dead process's
+    outbox file (chat.outbox) and charges it once, at its own time's price; the file is gone
+    after, and a second sweep charges nothing."""
+    folder = tmp_path / "outbox"
+    wallet = Wallet(
+        ledger=PostgresLedger(pool),
+        prices=PriceBook(pool),
+        runs=Runs(pool),
+        events=MemoryEvents(),
+        signup_grant_micros=0,
+        voice_prices=VoicePriceBook(pool),
+    )
+    usage = VoiceUsage(stt_engine="whisper-tiny.en", stt_ms=1_000, tts_engine="espeak-ng", tts_characters=20)
+    one_slice = await wallet.charge_voice(
+        person_id="usr_k", call_id="call_k", slice_index=1, channel="voice", usage=usage
+    )
+    async with _database_away(pg_admin_url, database_url):
+        first = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _MISSES_A_SLICE,
+            database_url,
+            str(folder),
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert first.stdout is not None
+        said = await asyncio.wait_for(first.stdout.readline(), timeout=60)
+        assert said.split()[0] == b"missed" and said.split()[-1] == b"1", said
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+    [left] = list(folder.glob("calls-*.jsonl"))
+    assert b'"kind":"voice"' in left.read_bytes()
+
+    # The restarted process: its own outbox in the same folder; its sweep charges the slice.
+    restarted = Wallet(
+        ledger=PostgresLedger(pool),
+        prices=PriceBook(pool),
+        runs=Runs(pool),
+        events=MemoryEvents(),
+        signup_grant_micros=0,
+        voice_prices=VoicePriceBook(pool),
+        outbox=Outbox(folder),
+    )
+    settled = 0
+    for _ in range(5):  # the pool's connections were cut: the first pass may meet one
+        with contextlib.suppress(*_AWAY):
+            settled += await restarted.settle_outbox()
+        if not left.exists():
+            break
+        await asyncio.sleep(0.1)
+    assert settled == 1
+    assert not left.exists(), "the dead process's file is gone once its slice is charged"
+    assert await restarted.settle_outbox() == 0
+    refs = await pool.fetch("SELECT ref FROM transactions WHERE ref LIKE 'voice:call_k:%' ORDER BY ref")
+    assert [r["ref"] for r in refs] == ["voice:call_k:1", "voice:call_k:2"]
+    assert await restarted.balance_micros("usr_k") == -2 * one_slice
+    assert (await PostgresLedger(pool).verify()).ok
+    restarted.outbox.close()

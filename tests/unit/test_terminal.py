@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import stat
 import wave
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,26 @@ import httpx
 import pytest
 
 from cli.status import rupiah
-from cli.terminal import TYPED_HISTORY_MAX, TypedHistory, local_time_zone, run_terminal
+from cli.terminal import (
+    SESSIONS_MAX,
+    TYPED_HISTORY_MAX,
+    RememberedSessions,
+    TypedHistory,
+    local_time_zone,
+    run_terminal,
+    sessions_file,
+)
 
 # A hung read must fail the test, not stall the run.
 pytestmark = pytest.mark.timeout(10)
+
+
+@pytest.fixture(autouse=True)
+def config_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Each test's remembered sessions in its own folder, never the person's ~/.config."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
 
 URL = "http://avagenc.test"
 TEXT_CHARS_MAX = 4000
@@ -442,3 +459,74 @@ def test_typed_history_keeps_the_newest_lines_and_cuts_the_file_back(tmp_path: P
     assert path.read_text().splitlines() == lines  # the file was cut back to them
     typed.add("two\nlines")  # a pasted newline never splits an entry
     assert typed.load()[-1] == "two lines"
+
+
+async def test_the_next_start_uses_the_remembered_session_without_signing_in(config_folder: Path) -> None:
+    server = FakeServer(answers={"hello": Answer(messages=[("ava", "Hi Dita!")])})
+    await chat(server, "")
+
+    code, output = await chat(server, "hello\n")
+
+    assert code == 0
+    assert server.names == ["Dita"], "signed in once, on the first start"
+    assert output.startswith("Signed in as Dita.")
+    assert "Ava> Hi Dita!" in output
+    assert server.unauthorized == 0
+    path = sessions_file()
+    assert path.parent == config_folder / "avagenc"
+    # Only its owner can read the token.
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+async def test_a_refused_remembered_session_is_forgotten_and_the_person_signs_in_again() -> None:
+    server = FakeServer(answers={"hello": Answer(messages=[("ava", "Hi Dita!")])})
+    await chat(server, "")
+    server.token = "token-2"  # the first session expired or was signed out: 401 from now on
+
+    code, output = await chat(server, "hello\n")
+
+    assert code == 0
+    assert server.names == ["Dita", "Dita"]
+    assert server.unauthorized == 1, "one refused request, then the new session"
+    assert output.startswith("Signed in as Dita.") and "Ava> Hi Dita!" in output
+    assert RememberedSessions(sessions_file()).get(URL, "Dita") == ("token-2", "Dita")
+
+
+async def test_another_name_signs_in_and_replaces_the_servers_session() -> None:
+    server = FakeServer()
+    await chat(server, "")
+
+    await run_terminal(
+        url=URL, name="Sari", time_zone=None, stdin=io.StringIO(""), stdout=io.StringIO(), transport=server.transport()
+    )
+
+    assert server.names == ["Dita", "Sari"]
+    sessions = RememberedSessions(sessions_file())
+    assert sessions.get(URL, "Sari") == ("token-1", "Sari")
+    assert sessions.get(URL, "Dita") is None
+
+
+def test_sessions_are_kept_per_server_for_the_newest_servers_only(tmp_path: Path) -> None:
+    sessions = RememberedSessions(tmp_path / "avagenc" / "sessions.json")
+    for n in range(SESSIONS_MAX + 1):
+        sessions.remember(f"http://host-{n}:8000", "Dita", token=f"t{n}", user="Dita")
+
+    assert sessions.get("http://host-0:8000", "Dita") is None, "the oldest server was let go"
+    assert sessions.get(f"http://host-{SESSIONS_MAX}:8000/", "Dita") == (f"t{SESSIONS_MAX}", "Dita")
+    assert len(json.loads(sessions.path.read_text())) == SESSIONS_MAX
+
+
+def test_an_unreadable_sessions_file_means_signing_in(tmp_path: Path) -> None:
+    path = tmp_path / "avagenc" / "sessions.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+
+    assert RememberedSessions(path).get(URL, "Dita") is None
+    RememberedSessions(path).remember(URL, "Dita", token="t", user="Dita")  # written anew
+    assert RememberedSessions(path).get(URL, "Dita") == ("t", "Dita")
+
+
+def test_sessions_live_in_the_xdg_config_folder(tmp_path: Path) -> None:
+    assert sessions_file({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "avagenc" / "sessions.json"
+    assert sessions_file({"HOME": "/ignored"}).parts[-3:] == (".config", "avagenc", "sessions.json")
