@@ -44,6 +44,8 @@ bench: install
 	.venv/bin/python -m bench.voice_intelligibility --limit 2
 	.venv/bin/python -m bench.voice_narrowband --limit 2
 	.venv/bin/python -m bench.voice_speculation --rounds 1
+	# The turn's end: VAD stops against false cut-offs (issue 28 item 4), two utterances each.
+	.venv/bin/python -m bench.turn_end --timings 0.2,0.1 --voices espeak --limit 1
 	# Scale (issue 24) at short settings.
 	.venv/bin/python -m bench.year_of_data --quick
 	.venv/bin/python -m bench.thread_growth --rounds 3

@@ -164,7 +164,9 @@ class Decisions:
         return answer
 
 
-async def foresee(services: Services, person: Person, text: str, *, went_on: bool) -> int:
+async def foresee(
+    services: Services, person: Person, text: str, *, went_on: bool, ahead_s: float = SPECULATIVE_TRANSCRIPT_AHEAD_S
+) -> int:
     """What the call door does while the person's turn ends: Ava's first call begun on the
     speculative transcript, `SPECULATIVE_TRANSCRIPT_AHEAD_S` before the turn ends (after a
     guess at fewer words, dropped when they go on, if `went_on`); how many were begun."""
@@ -176,7 +178,7 @@ async def foresee(services: Services, person: Person, text: str, *, went_on: boo
         services.turns.unforeseen(person.id)
     started = time.monotonic()
     begun += await services.turns.foresee(person, text=text, channel="voice", zone=ZONE)
-    await asyncio.sleep(max(0.0, SPECULATIVE_TRANSCRIPT_AHEAD_S - (time.monotonic() - started)))
+    await asyncio.sleep(max(0.0, ahead_s - (time.monotonic() - started)))
     return begun
 
 
@@ -189,13 +191,14 @@ async def one_turn(
     text: str,
     *,
     went_on: bool = False,
+    ahead_s: float = SPECULATIVE_TRANSCRIPT_AHEAD_S,
 ) -> TurnRecord:
     person = await services.people.get(person_id)
     assert person is not None
     served_before = len(sim.served)
     balance_before = await services.wallet.balance_micros(person_id)
     adopted_before = metrics.speculations.value(outcome="adopted")
-    speculated = await foresee(services, person, text, went_on=went_on) if mode == "speculating" else 0
+    speculated = await foresee(services, person, text, went_on=went_on, ahead_s=ahead_s) if mode == "speculating" else 0
     record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic(), speculated=speculated)
 
     def heard(reply: SpokenReply) -> None:
@@ -241,7 +244,12 @@ def quantiles(values: list[float]) -> tuple[float, float]:
 
 
 def report(
-    records: list[TurnRecord], rng: random.Random, elapsed_s: float, load: str, modes: tuple[str, ...]
+    records: list[TurnRecord],
+    rng: random.Random,
+    elapsed_s: float,
+    load: str,
+    modes: tuple[str, ...],
+    hearing_s: float = OFFLINE_HEARING_S,
 ) -> tuple[str, bool]:
     lines = [
         "## Voice on the cloud path (bench/cloud_voice.py)",
@@ -262,7 +270,7 @@ def report(
                 times = []
                 for r in of:
                     if engines == "offline":
-                        hearing, speech = OFFLINE_HEARING_S, OFFLINE_SPEECH_FIRST_AUDIO_S
+                        hearing, speech = hearing_s, OFFLINE_SPEECH_FIRST_AUDIO_S
                     else:
                         hearing, speech = GOOGLE_STT_FINAL.draw(rng), GOOGLE_TTS_STREAMING_FIRST_BYTE.draw(rng)
                     timing = r.timings(hearing, speech)
@@ -359,14 +367,25 @@ async def measure(args: argparse.Namespace) -> int:
                             speculating += 1
                             went_on = args.went_on_every > 0 and speculating % args.went_on_every == 0
                         record = await one_turn(
-                            services, sim, people[(scenario, mode)], scenario, mode, text, went_on=went_on
+                            services,
+                            sim,
+                            people[(scenario, mode)],
+                            scenario,
+                            mode,
+                            text,
+                            went_on=went_on,
+                            ahead_s=args.lead_ms / 1000,
                         )
                         if index:
                             records.append(record)
             verified = await services.ledger.verify()
     elapsed = time.monotonic() - started
     load = f"load average {load_before} before, {_load()} after (2 cores shared)"
-    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes)
+    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, args.hearing_ms / 1000)
+    text += (
+        f"\nOffline hearing (end of speech -> the turn) {args.hearing_ms:.0f} ms; the speculative transcript"
+        f" {args.lead_ms:.0f} ms before the turn ends.\n"
+    )
     text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
     print(text)
     write(args.out, text)
@@ -395,6 +414,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=5,
         help="every Nth speculating turn the person goes on after a first guess (0: never)",
+    )
+    parser.add_argument(
+        "--hearing-ms",
+        type=float,
+        default=OFFLINE_HEARING_S * 1000,
+        help="offline hearing: end of speech -> the turn (default: the landed medians; bench.turn_end measures it)",
+    )
+    parser.add_argument(
+        "--lead-ms",
+        type=float,
+        default=SPECULATIVE_TRANSCRIPT_AHEAD_S * 1000,
+        help="how long before the turn ends its words are foreseen (bench.turn_end measures the pipeline's)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "cloud_voice.md", help="also write the report here")
     return parser.parse_args(argv)

@@ -9,7 +9,8 @@ Nothing is written to the thread and nothing it generates is said or kept until 
 ends with the same words; the turn then adopts the call in flight as its first call
 (`adopt`), after writing the person's message. When the words change, or the person goes
 on speaking, the call is stopped (`drop`) and billed for what it consumed with the
-person's next turn (docs/money.md#a-speculative-first-call).
+person's next turn, or at the call's end with a run of its own when the call ends first
+(docs/money.md#a-speculative-first-call).
 
 A speculation is only a guess at a request: the turn adopts it only when its own first
 request is equal to it, field for field; anything else (a message from another door, a

@@ -422,7 +422,7 @@ class Turns:
         # Where a turn's bookkeeping writes run (chat.bookkeeping); None: where the turn's do.
         self._apart = apart
         # On calls (chat.speculation): each person's first call begun on their words, and
-        # those dropped, waiting to be billed with the person's next turn.
+        # those dropped, waiting to be billed with the person's next turn or the call's end.
         self._speculations: dict[str, Speculation] = {}
         self._dropped: dict[str, list[Speculation]] = {}
         self._posting: dict[str, int] = {}  # turns of each person under way in this process
@@ -549,10 +549,70 @@ class Turns:
 
     def unforeseen(self, person_id: str) -> None:
         """The words foreseen for the person no longer stand (they went on speaking, or
-        the call ended): their call is stopped, and billed with the person's next turn."""
+        the call ended): their call is stopped, and billed with the person's next turn (or
+        at the call's end, `bill_dropped`)."""
         speculation = self._speculations.pop(person_id, None)
         if speculation is not None:
             self._drop(speculation)
+
+    async def bill_dropped(self, person: Person, *, channel: Channel) -> int:
+        """The person's call is over: their speculative calls that no turn adopted are
+        billed now, as the calls of a run of their own, rather than with a next turn that
+        may never come in this process (docs/money.md#a-speculative-first-call). Returns how
+        many calls were charged. Each dropped call is taken from the waiting list once,
+        here or by the person's next lead run, whichever comes first, so it is billed once.
+        With an empty thread there is no message for the run to answer to: they wait for
+        the person's first turn, as before."""
+        self.unforeseen(person.id)
+        dropped = self._dropped.pop(person.id, [])
+        if not dropped:
+            return 0
+        page = await self._threads.recent(person.id, limit=1)
+        if not page.messages:
+            self._dropped.setdefault(person.id, [])[:0] = dropped  # ahead of any dropped meanwhile
+            return 0
+        # The thread's newest message is what the dropped calls were guessing after (their
+        # requests held the thread up to it); the run writes nothing of its own.
+        newest = page.messages[-1]
+        run = await self._runs.start(
+            person.id,
+            agent=dropped[0].agent,
+            trigger="human",
+            parent_run_id=None,
+            trigger_message_id=newest.id,
+            origin_message_id=newest.id,
+            channel=channel,
+        )
+        charged = 0
+        try:
+            for index, speculation in enumerate(dropped, start=1):
+                consumed = await speculation.consumed()
+                if consumed is None:
+                    log.warning("run %s: a dropped speculative call reported no usage", run.id)
+                    continue
+                spent = consumed.usage.as_dict()
+                cost: int | None
+                try:
+                    cost = await self._wallet.cost_of_call(model=consumed.model, usage=spent)
+                except Exception:  # no price: the charge stays in the outbox for the sweep
+                    cost = None
+                _count_call(consumed.model, spent, cost)
+                call = self._wallet.called(
+                    person_id=person.id,
+                    run_id=run.id,
+                    index=index,
+                    agent=run.agent,
+                    trigger=run.trigger,
+                    model=consumed.model,
+                    usage=spent,
+                )
+                await self._wallet.charge(call, announce=False)
+                charged += 1
+        finally:
+            await self._runs.finish(run.id, status="succeeded")
+        if charged:
+            await self._wallet.announce(person.id)
+        return charged
 
     def _drop(self, speculation: Speculation) -> None:
         speculation.drop()

@@ -193,11 +193,21 @@ class CallForesight:
     def resumed(self) -> None:
         self._turns.unforeseen(self._call.person.id)
 
-    def close(self) -> None:
-        """The call is over: a guess still out is withdrawn (billed with the next turn)."""
+    async def close(self) -> None:
+        """The call is over: a guess still out is withdrawn, and the person's guesses that
+        no turn adopted are billed now, with a run of their own (docs/money.md#a-speculative-
+        first-call). Billing that cannot be done now (the database away) is logged; the
+        calls then wait for the person's next turn, as a dropped guess did before."""
         if self._guess is not None and not self._guess.done():
             self._guess.cancel()
-        self._turns.unforeseen(self._call.person.id)
+        try:
+            await self._turns.bill_dropped(self._call.person, channel=self._call.channel)  # type: ignore[arg-type]
+        except Exception as exc:
+            log.warning(
+                "dropped speculative calls not billed at the call's end: %s",
+                type(exc).__name__,
+                extra={"call": self._call.id},
+            )
 
     async def _foresee(self, text: str) -> bool:
         try:

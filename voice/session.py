@@ -119,7 +119,7 @@ class CallSession:
             await stack.enter_async_context(running(self.clock.run()))
             stack.callback(self.trace.end_all)  # however the call ends, its turns' spans do
             if self.foresight is not None:
-                stack.callback(self.foresight.close)  # a guess left out is withdrawn, and billed
+                stack.push_async_callback(self.foresight.close)  # a guess left out is withdrawn, and billed
             for watcher in alongside:
                 await stack.enter_async_context(running(watcher))
             await runner.run()

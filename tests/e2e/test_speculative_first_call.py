@@ -1,8 +1,9 @@
 """The speculative first call on the whole server (chat.speculation): real PostgreSQL, the
 product's Gemini adapter against the simulated Gemini on 127.0.0.1, turns posted as the
 call door posts them. A guess dropped for other words is recorded and charged as the
-next run's first call, an adopted one is the run's only call, and the wallet, the receipts
-and the ledger agree to the micro-rupiah."""
+next run's first call, an adopted one is the run's only call, guesses dropped on a call
+that ends with no turn after them are charged at its end with a run of their own, and the
+wallet, the receipts and the ledger agree to the micro-rupiah."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from agents.gemini import GeminiModel
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
 from tests.conftest import App
 from tests.unit.test_speculative_first_call import clear_of_a_new_minute
+from voice.calls import Call, CallForesight
 
 JAKARTA = ZoneInfo("Asia/Jakarta")
 STORY = "Here is a long story about the moon. " * 30
@@ -84,6 +86,62 @@ async def test_a_dropped_guess_and_an_adopted_one_are_each_charged_once(app: App
     # The wallet lost exactly what the receipts say, and the books balance.
     spent = sum(r["cost_micros"] for r in rows)
     assert spent == dropped_in.cost_micros + adopted.cost_micros
+    assert await services.wallet.balance_micros(me.id) == granted - spent
+    assert await services.runs.uncharged_calls() == []
+    assert (await services.ledger.verify()).ok
+
+
+async def test_guesses_dropped_on_a_call_are_billed_when_it_ends_with_a_run_of_their_own(
+    app: App, sim: SimulatedGemini
+) -> None:
+    sim.responder = scripted_responder(
+        [
+            Answer(text="It is noon. #neutral#", prompt_tokens=200),  # the call's one turn
+            Answer(text=STORY, prompt_tokens=300, first_token_s=0.2),  # a guess the person went on after
+            Answer(text=STORY, prompt_tokens=310, first_token_s=0.2),  # a guess the call ended on
+            Answer(text="Hello again. #happy#", prompt_tokens=250),  # the person's next turn
+        ]
+    )
+    services = app.services
+    headers = await app.sign_in()
+    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    granted = await services.wallet.balance_micros(me.id)
+    call = Call(id="call-1", person=me, channel="voice")
+    foresight = CallForesight(services.turns, call, zone=JAKARTA)
+
+    noon = await services.turns.post(me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    assert await services.turns.foresee(me, text="tell me a story", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)
+    foresight.resumed()  # the person went on speaking
+    assert await services.turns.foresee(me, text="tell me a story about the sea", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)
+    await foresight.close()  # they hung up before the turn ended
+
+    runs = await services.pool.fetch(
+        "SELECT id, agent, status, model_calls, cost_micros, trigger_message_id FROM runs WHERE person_id = $1 "
+        "ORDER BY started_at",
+        me.id,
+    )
+    first, billed = runs  # the call's one turn, then the run billing its dropped guesses
+    assert first["id"] == noon.runs[0].id
+    assert billed["agent"] == "ava" and billed["status"] == "succeeded" and billed["model_calls"] == 2
+    thread = await services.threads.page(me.id, before=None, after=None, limit=10)
+    assert [(m.author, m.text) for m in thread] == [("human", "what time is it"), ("ava", "It is noon.")]
+    assert billed["trigger_message_id"] == thread[-1].id
+    rows = await services.pool.fetch(
+        "SELECT idx, usage, cost_micros FROM run_calls WHERE run_id = $1 ORDER BY idx", billed["id"]
+    )
+    assert [(r["idx"], r["usage"]["prompt_tokens"]) for r in rows] == [(1, 300), (2, 310)]
+    assert all(r["cost_micros"] is not None and r["cost_micros"] > 0 for r in rows)
+    assert billed["cost_micros"] == sum(r["cost_micros"] for r in rows)
+    # Once: the call's end again, and the person's next turn, bill nothing more for them.
+    assert await services.turns.bill_dropped(me, channel="voice") == 0
+    hello = await services.turns.post(me, text="hello", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    assert hello.runs[0].model_calls == 1 and hello.runs[0].usage["prompt_tokens"] == 250
+    # The wallet lost exactly what the receipts say, and the books balance.
+    spent = await services.pool.fetchval("SELECT sum(cost_micros) FROM run_calls WHERE person_id = $1", me.id)
+    assert spent == noon.runs[0].cost_micros + billed["cost_micros"] + hello.runs[0].cost_micros
     assert await services.wallet.balance_micros(me.id) == granted - spent
     assert await services.runs.uncharged_calls() == []
     assert (await services.ledger.verify()).ok
