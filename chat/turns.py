@@ -70,6 +70,8 @@ TEXT_CHARS_MAX = 4_000
 _HISTORY_ROWS_MAX = 200
 # How long a turn waits for what is known about the person before running without it.
 _FACTS_TIMEOUT_S = 1.0
+# How far back a call's end looks for an agent message to hang dropped guesses' billing run on.
+_BILLING_ANCHOR_LOOKBACK = 20
 
 
 # How a run failed: a stable error code and a sentence for the person.
@@ -561,19 +563,21 @@ class Turns:
         may never come in this process (docs/money.md#a-speculative-first-call). Returns how
         many calls were charged. Each dropped call is taken from the waiting list once,
         here or by the person's next lead run, whichever comes first, so it is billed once.
-        With an empty thread there is no message for the run to answer to: they wait for
-        the person's first turn, as before."""
+        With no agent message among the thread's newest there is nothing for the run to
+        hang on: they wait for the person's next turn, as before."""
         self.unforeseen(person.id)
         dropped = self._dropped.pop(person.id, [])
         if not dropped:
             return 0
-        page = await self._threads.recent(person.id, limit=1)
-        if not page.messages:
+        # The run hangs on the thread's newest agent message, never on a person's: a run on
+        # a person's message counts as its answer, so one the call's end left unanswered
+        # would be hidden from the recovery sweep (docs/money.md#a-speculative-first-call).
+        page = await self._threads.recent(person.id, limit=_BILLING_ANCHOR_LOOKBACK)
+        answers = [message for message in page.messages if message.author != "human"]
+        if not answers:
             self._dropped.setdefault(person.id, [])[:0] = dropped  # ahead of any dropped meanwhile
             return 0
-        # The thread's newest message is what the dropped calls were guessing after (their
-        # requests held the thread up to it); the run writes nothing of its own.
-        newest = page.messages[-1]
+        newest = answers[-1]
         run = await self._runs.start(
             person.id,
             agent=dropped[0].agent,

@@ -145,3 +145,39 @@ async def test_guesses_dropped_on_a_call_are_billed_when_it_ends_with_a_run_of_t
     assert await services.wallet.balance_micros(me.id) == granted - spent
     assert await services.runs.uncharged_calls() == []
     assert (await services.ledger.verify()).ok
+
+
+async def test_the_billing_run_never_answers_a_message_the_call_left_unanswered(app: App, sim: SimulatedGemini) -> None:
+    """A call can end between a person's message being written and its run starting: the
+    run billing the call's dropped guesses must not count as that message's answer, or the
+    recovery sweep would never answer it (docs/money.md#a-speculative-first-call)."""
+    sim.responder = scripted_responder(
+        [
+            Answer(text="It is noon. #neutral#", prompt_tokens=200),
+            Answer(text=STORY, prompt_tokens=300, first_token_s=0.2),  # the guess the call ended on
+        ]
+    )
+    services = app.services
+    headers = await app.sign_in()
+    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    foresight = CallForesight(services.turns, Call(id="call-2", person=me, channel="voice"), zone=JAKARTA)
+
+    await services.turns.post(me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    assert await services.turns.foresee(me, text="tell me a story", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)
+    foresight.resumed()
+    cut_off = await services.threads.append(me.id, author="human", text="tell me a story", channel="voice")
+    await foresight.close()
+
+    thread = await services.threads.page(me.id, before=None, after=None, limit=10)
+    noon_answer = next(m for m in thread if m.author == "ava")
+    billed = await services.pool.fetchrow(
+        "SELECT trigger_message_id, origin_message_id, model_calls FROM runs WHERE person_id = $1 "
+        "ORDER BY started_at DESC LIMIT 1",
+        me.id,
+    )
+    assert billed is not None and billed["model_calls"] == 1
+    assert billed["trigger_message_id"] == billed["origin_message_id"] == noon_answer.id
+    assert not await services.pool.fetchval("SELECT EXISTS (SELECT FROM runs WHERE origin_message_id = $1)", cut_off.id)
+    assert (await services.ledger.verify()).ok
