@@ -16,10 +16,12 @@ from agents.instructions import Channel, Session, Trigger, compose
 from agents.integrations.connections import Connections
 from agents.integrations.linking import LinkError, TokenCipher
 from agents.knowledge import (
+    ExtractionFailed,
     Knowledge,
     KnowledgeError,
     KnowledgeMessage,
     LocalKnowledge,
+    ModelSpend,
     RuleExtractor,
     recall_tools,
     session_facts,
@@ -79,6 +81,7 @@ __all__ = [
     "Channel",
     "Command",
     "Connections",
+    "ExtractionFailed",
     "FunctionCall",
     "Knowledge",
     "KnowledgeError",
@@ -89,6 +92,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "ModelSpend",
     "ModelUnavailable",
     "OfflineModel",
     "RuleExtractor",

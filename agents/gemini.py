@@ -19,7 +19,7 @@ from itertools import count
 
 from google.genai import types
 
-from agents.genai import GeminiClient
+from agents.genai import GeminiClient, usage_of
 from agents.model import (
     Content,
     FunctionCall,
@@ -87,7 +87,7 @@ class GeminiModel:
                 contents=contents,
                 config=_config(request, continuation_token=token),
             )
-            usage = usage + _usage(answer)
+            usage = usage + usage_of(answer)
             model = model or answer.model_version or ""
             candidate = _first_candidate(answer)
             hop_text, hop_calls = self._read_parts(candidate)
@@ -122,7 +122,7 @@ class GeminiModel:
         try:
             async for chunk in chunks:
                 if chunk.usage_metadata is not None:
-                    usage = _usage(chunk)
+                    usage = usage_of(chunk)
                 model = model or chunk.model_version or ""
                 if chunk.candidates:
                     candidate = _first_candidate(chunk)
@@ -239,16 +239,3 @@ def _first_candidate(answer: types.GenerateContentResponse) -> types.Candidate:
     if not answer.candidates:
         raise ModelRejected("Gemini answered without a candidate")
     return answer.candidates[0]
-
-
-def _usage(answer: types.GenerateContentResponse) -> Usage:
-    metadata = answer.usage_metadata
-    if metadata is None:
-        return Usage()
-    return Usage(
-        prompt_tokens=metadata.prompt_token_count or 0,
-        cached_tokens=metadata.cached_content_token_count or 0,
-        tool_use_prompt_tokens=metadata.tool_use_prompt_token_count or 0,
-        output_tokens=metadata.candidates_token_count or 0,
-        thinking_tokens=metadata.thoughts_token_count or 0,
-    )

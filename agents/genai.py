@@ -30,7 +30,7 @@ from google import genai
 from google.genai import errors, types
 from google.genai.client import DebugConfig
 
-from agents.model import ModelError, ModelRejected, ModelUnavailable
+from agents.model import ModelError, ModelRejected, ModelUnavailable, Usage
 
 BASE_URL = "https://generativelanguage.googleapis.com/"
 # google-genai may default to "v1" and lets GOOGLE_GENAI_API_VERSION change it. We pin
@@ -209,3 +209,17 @@ def _retryable(exc: Exception) -> bool:
     # No answer reached us (timeout, refused, reset, garbled transfer) may pass; a
     # request the SDK could not encode or an answer it could not decode will not.
     return isinstance(exc, TimeoutError | httpx.RequestError)
+
+
+def usage_of(answer: types.GenerateContentResponse) -> Usage:
+    """What Google reports one answer (or one streamed chunk) used, as the product counts it."""
+    metadata = answer.usage_metadata
+    if metadata is None:
+        return Usage()
+    return Usage(
+        prompt_tokens=metadata.prompt_token_count or 0,
+        cached_tokens=metadata.cached_content_token_count or 0,
+        tool_use_prompt_tokens=metadata.tool_use_prompt_token_count or 0,
+        output_tokens=metadata.candidates_token_count or 0,
+        thinking_tokens=metadata.thoughts_token_count or 0,
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from agents import Knowledge, LocalKnowledge, RuleExtractor, session_facts
-from chat import EventHub, FactLookup, Learning, Threads
+from chat import EventHub, FactLookup, Learning, Threads, Wallet
 from settings import Settings
 
 
@@ -40,11 +40,15 @@ def build_knowledge(
     pool: asyncpg.Pool,
     threads: Threads | None = None,
     chosen: Knowledge | None = None,
+    wallet: Wallet | None = None,
 ) -> KnowledgeParts:
     """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
     without. `chosen` (a test's) serves the port instead. The worker starts later
-    (`start_learning`), once the event hub is up."""
+    (`start_learning`), once the event hub is up. Where a model reads the messages (Gemini,
+    or a chosen port that reports its calls), the worker charges them to `wallet`
+    (docs/money.md#learning); rules and Zep cost the person nothing."""
     knowledge: Knowledge
+    paid = True
     if chosen is not None:
         knowledge, adapter = chosen, type(chosen).__name__
     elif settings.zep_api_key is not None:
@@ -56,7 +60,7 @@ def build_knowledge(
             timeout_s=settings.zep_timeout_s,
         )
         stack.push_async_callback(zep.aclose)
-        knowledge, adapter = zep, "ZepKnowledge"
+        knowledge, adapter, paid = zep, "ZepKnowledge", False
     elif settings.gemini_api_key is not None:
         from agents.knowledge.gemini import GeminiExtractor
 
@@ -70,6 +74,7 @@ def build_knowledge(
         knowledge, adapter = LocalKnowledge(pool, extractor=extractor), "LocalKnowledge + GeminiExtractor"
     else:
         knowledge, adapter = LocalKnowledge(pool, extractor=RuleExtractor()), "LocalKnowledge + RuleExtractor"
+        paid = False
     learning = Learning(
         pool=pool,
         knowledge=knowledge,
@@ -77,6 +82,7 @@ def build_knowledge(
         poll_s=settings.knowledge_poll_s,
         # Never beside a reply: a person is read once their turn has ended (Threads.on_idle).
         busy=threads.busy if threads is not None else (lambda _person_id: False),
+        wallet=wallet if paid else None,
     )
     if threads is not None:
         threads.on_idle(learning.turn_ended)

@@ -382,7 +382,12 @@ async def bootstrap(
     specialists = build_specialists_on(
         settings, stack, pool=turn_pool, threads=threads, vendor_transport=vendor_transport
     )
-    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge)
+    # Each model call's usage is kept on disk from its return until its charge is written;
+    # closed after the detached charges below have finished (chat.outbox).
+    outbox = Outbox(settings.avagenc_home / "outbox")
+    stack.callback(outbox.close)
+    ledger, wallet = build_ledger(settings, turn_pool, runs, outbox=outbox)
+    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge, wallet=wallet)
     # Stopped after the detached turns below have finished, so their events are still heard.
     listener = await build_listener(dsn, stack)
     reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
@@ -394,11 +399,6 @@ async def bootstrap(
         # A fact said a moment ago is learned before Ava recalls (docs/agents.md#memory), within a second.
         catch_up=lambda person_id: learning.catch_up(person_id, timeout_s=RECALL_CATCH_UP_S),
     )
-    # Each model call's usage is kept on disk from its return until its charge is written;
-    # closed after the detached charges below have finished (chat.outbox).
-    outbox = Outbox(settings.avagenc_home / "outbox")
-    stack.callback(outbox.close)
-    ledger, wallet = build_ledger(settings, turn_pool, runs, outbox=outbox)
     turns = build_turns(
         settings,
         threads=threads,

@@ -19,6 +19,12 @@ when another process holds it); forgetting a person takes the same lock, so no b
 read before the erasure can write facts back after it. A batch that keeps failing is
 retried a bounded number of times and then skipped, so one unreadable message cannot
 stop a person's learning for good.
+
+When a model reads the messages (the Gemini extractor), its call is charged to the person
+(docs/money.md#learning) before the cursor moves past the batch, named by the batch's first
+message: a crash between the charge and the cursor, or a retry, reads the batch again and
+is charged once. On an empty wallet the batch is skipped unread (no model call, nothing
+charged), as a turn would be refused.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 
-from agents import Knowledge, KnowledgeMessage
+from agents import ExtractionFailed, Knowledge, KnowledgeMessage, ModelSpend
 from chat.errors import ThreadBusy
 from chat.events import Conn, EventHub
+from chat.wallet import Wallet
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +83,7 @@ class Learning:
         failures_max: int = 3,
         busy: Callable[[str], bool] = lambda _person_id: False,
         settle_s: float = 0.05,
+        wallet: Wallet | None = None,
     ) -> None:
         assert batch_max >= 1, batch_max
         assert failures_max >= 1, failures_max
@@ -89,6 +97,9 @@ class Learning:
         # Whether a turn of this process holds (or waits for) the person's thread.
         self._busy = busy
         self._settle_s = settle_s
+        # Given when reading messages costs the person (a model reads them): charged, and
+        # skipped on an empty wallet. None: learning is free (rules, or Zep's own plan).
+        self._wallet = wallet
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._failing = False
@@ -185,10 +196,18 @@ class Learning:
             await conn.execute(_ADVANCE_SQL, person_id, state["thread_seq"], 0)
             return 0
         messages = [KnowledgeMessage(r["id"], r["seq"], r["author"], r["text"], r["created_at"]) for r in rows]
+        if self._wallet is not None and await self._wallet.balance_micros(person_id) <= 0:
+            # No model call on an empty wallet (docs/money.md#learning): the batch is passed
+            # over unread rather than held, so people who never top up leave no backlog.
+            log.info("learning %s skipped %d messages: the wallet is empty", person_id, len(messages))
+            await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
+            return len(messages)
         try:
             async with asyncio.timeout(self._ingest_timeout_s):
-                await self._knowledge.ingest(person_id=person_id, person_name=state["name"], messages=messages)
+                spent = await self._knowledge.ingest(person_id=person_id, person_name=state["name"], messages=messages)
         except Exception as exc:
+            # A model that answered something unreadable was still paid for.
+            await self._charge(person_id, messages, exc.spent if isinstance(exc, ExtractionFailed) else None)
             failures = state["failures"] + 1
             self._failing = True
             if failures < self._failures_max:
@@ -196,8 +215,23 @@ class Learning:
                 await conn.execute(_ADVANCE_SQL, person_id, state["last_seq"], failures)
                 return 0
             log.error("learning %s skipped %d messages after %d failures", person_id, len(rows), failures)
+        else:
+            # Before the cursor moves: a charge that cannot be written now leaves the batch to
+            # be read (and charged, once) again.
+            await self._charge(person_id, messages, spent)
         await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
         return len(messages)
+
+    async def _charge(self, person_id: str, messages: list[KnowledgeMessage], spent: ModelSpend | None) -> None:
+        if self._wallet is None or spent is None:
+            return
+        await self._wallet.charge_extraction(
+            person_id=person_id,
+            first_message_id=messages[0].id,
+            messages=len(messages),
+            model=spent.model,
+            usage=spent.usage.as_dict(),
+        )
 
     async def _work(self) -> None:
         """Drain the people a notification named; everyone with a backlog at start and every poll."""

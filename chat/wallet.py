@@ -34,6 +34,7 @@ from ledger import (
     VoicePriceBook,
     VoiceUsage,
     call_cost,
+    charge_extraction,
     charge_model_call,
     charge_voice_usage,
     format_rupiah,
@@ -221,6 +222,29 @@ class Wallet:
         if announce and transaction is not None and not transaction.replayed:
             await self.announce(person_id)
         return cost
+
+    async def charge_extraction(
+        self, *, person_id: str, first_message_id: str, messages: int, model: str, usage: dict[str, int]
+    ) -> int:
+        """Charge the model call that read a batch of the person's messages for their
+        knowledge graph (chat.learning); the batch's first message names the charge, so a
+        batch read again is charged once. Returns what it took (0 when replayed or free)."""
+        transaction = await run_detached(
+            charge_extraction(
+                self._ledger,
+                self._prices,
+                person_id=person_id,
+                first_message_id=first_message_id,
+                messages=messages,
+                model=model,
+                tokens=token_usage(usage),
+                at=datetime.now(UTC),
+            )
+        )
+        if transaction is None or transaction.replayed:
+            return 0
+        await self.announce(person_id)
+        return _debited(transaction)
 
     async def charge_voice(
         self, *, person_id: str, call_id: str, slice_index: int, channel: str, usage: VoiceUsage

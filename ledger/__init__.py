@@ -8,7 +8,7 @@ grant, top up, guard — are plain functions over those two, in `ledger.charging
 
 from ledger.accounts import GRANT_ACCOUNT, REVENUE_ACCOUNT, TOPUP_ACCOUNT, user_account
 from ledger.audit import Problem, VerifyReport
-from ledger.charging import call_cost, charge_model_call, grant_signup, guard, top_up
+from ledger.charging import call_cost, charge_extraction, charge_model_call, grant_signup, guard, top_up
 from ledger.errors import (
     AccountUnknown,
     AmountInvalid,
@@ -59,6 +59,7 @@ __all__ = [
     "VoicePriceBook",
     "VoiceUsage",
     "call_cost",
+    "charge_extraction",
     "charge_model_call",
     "charge_voice_usage",
     "cost_micros",

@@ -3,6 +3,9 @@
 - `charge_model_call`: bill one model call right after it returns, so a run that fails
   halfway is charged for exactly what it burned. Its ref `run:<run_id>:call:<n>` makes a
   retry, or a replay after a crash, charge once.
+- `charge_extraction`: bill the model call that read a batch of a person's messages for
+  their knowledge graph; its ref `learn:<person_id>:<first message id>` makes every retry
+  of that batch, or a replay after a crash, charge once (docs/money.md#learning).
 - `grant_signup`: a new person's starting credit, once per person ever.
 - `top_up`: money in from an operator (CLI or admin API), idempotent by the caller's ref.
 - `guard`: the wallet is post-paid; a run may take it below zero, and then no new run
@@ -75,6 +78,51 @@ async def charge_model_call(
         at=at,
     )
     return await ledger.transact(spec=spec)
+
+
+async def charge_extraction(
+    ledger: Ledger,
+    prices: Prices,
+    *,
+    person_id: str,
+    first_message_id: str,
+    messages: int,
+    model: str,
+    tokens: TokenUsage,
+    at: datetime,
+) -> Transaction | None:
+    """Charge the model call that read a batch of messages for the knowledge graph; None
+    (nothing written) when it used nothing.
+
+    A batch is named by its first message, so reading it again (a retry after a failure,
+    or after a crash before the worker's cursor moved) is charged once: a second reading
+    may use other token counts, and then the first charge stands (returned as replayed).
+    """
+    if tokens.is_zero:
+        return None
+    price = await prices.price_for(model, at)
+    cost = cost_micros(price=price, tokens=tokens)
+    receipt = {
+        "agent": "knowledge",
+        "trigger": "learning",
+        "model": model,
+        "first_message_id": first_message_id,
+        "messages": messages,
+        "tokens": tokens.as_receipt(),
+        "price": price.as_receipt(),
+        "cost_micros": cost,
+    }
+    spec = TransactionSpec(
+        type="agent_call",
+        ref=f"learn:{person_id}:{first_message_id}",
+        postings=usage_postings(person_id, cost),
+        metadata=receipt,
+        at=at,
+    )
+    try:
+        return await ledger.transact(spec=spec)
+    except RefConflict as exc:
+        return replace(exc.existing, replayed=True)
 
 
 async def call_cost(prices: Prices, *, model: str, tokens: TokenUsage, at: datetime) -> int:

@@ -19,6 +19,15 @@ model: Pipecat's Smart-Turn model (in its wheel) judged espeak-ng's "turn on the
 finished (0.98) and cost 45-65 ms of a core per stop here, where the word lists cost
 nothing and are right on the requests people make of Ava (BENCHMARKS.md).
 
+Both waits are kept on the audio's clock as well as the wall's: the quiet counted is at
+most the audio that has reached the turn since the stop (plus one frame). A server short
+of CPU falls behind the audio it is sent (the frames queue while Whisper reads the words
+before the pause), and on the wall's clock alone the wait ran out while the person's next
+words were still queued: at load 14 to 20 a request paused for 0.55 s was split in two
+every time (tests/e2e/test_speaker.py). When the server keeps up the two clocks agree, so
+nothing waits longer; when audio stops coming at all (a client that sends nothing while
+quiet), the wall's clock alone ends the wait `AUDIO_STALL_S` later.
+
 The wait is also when Ava's answer can begin: when the words sound finished and the turn
 is still waiting, they are handed to a `Foresight` (`heard`), which begins the turn's first
 model call on them (chat.speculation); speaking again (`resumed`) withdraws them. A
@@ -37,6 +46,7 @@ from typing import Protocol
 
 from pipecat.frames.frames import (
     Frame,
+    InputAudioRawFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
@@ -65,6 +75,10 @@ _WORD = re.compile(r"\w+(?:'\w+)?")
 # Words heard with less of the wait left than this are not foreseen: the turn ends before
 # a guess could be made, and a guess registered after its turn began is only billed.
 FORESEE_LEFT_MIN_S = 0.03
+# The audio's clock may trail the wall's by one frame (20 ms) when the server keeps up.
+_AUDIO_SLACK_S = 0.02
+# Audio that stops coming (not quiet: no frames at all) no longer holds a wait past this.
+AUDIO_STALL_S = 1.0
 
 
 class Foresight(Protocol):
@@ -113,6 +127,12 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self._timer: asyncio.Task[None] | None = None
         self._foresight = foresight
         self._foreseen = False  # words were handed to the foresight since the last start
+        # Seconds of the person's audio that reached the turn: the audio's clock, and its
+        # reading at the VAD's stop (None until audio has been seen at all).
+        self._audio_s = 0.0
+        self._audio_seen = False
+        self._stopped_audio_s = 0.0
+        self._audio_due_s: float | None = None  # the audio clock's reading that ends a wait behind it
         # How this call's turns ended, by how the words sounded (tests and benches read it).
         self.ends = {"finished": 0, "unfinished": 0}
 
@@ -130,21 +150,31 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         await self._cancel_timer()
 
     async def process_frame(self, frame: Frame) -> ProcessFrameResult:
-        if isinstance(frame, VADUserStartedSpeakingFrame):
+        if isinstance(frame, InputAudioRawFrame):
+            self._audio_seen = True
+            if frame.sample_rate and frame.num_channels:
+                self._audio_s += len(frame.audio) / (2 * frame.sample_rate * frame.num_channels)
+            if self._audio_due_s is not None and self._audio_s >= self._audio_due_s:
+                self._audio_due_s = None
+                await self._decide()  # the audio behind the wait has caught up
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
             self._speaking = True
             self._stopped_at = None
             self._heard = False
+            self._audio_due_s = None
             await self._cancel_timer()
             self.went_on()
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
             self._stopped_at = self._clock()
+            self._stopped_audio_s = self._audio_s
             await self._wait(self.finished_s)
         elif isinstance(frame, TranscriptionFrame) and frame.text.strip():
             self._text = f"{self._text} {frame.text.strip()}".strip()
             self._heard = True
             if self._stopped_at is None and not self._speaking:
                 self._stopped_at = self._clock()  # words without a VAD stop: count from them
+                self._stopped_audio_s = self._audio_s
             await self._decide()
         return ProcessFrameResult.CONTINUE
 
@@ -176,7 +206,17 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         if self._speaking or self._stopped_at is None or not self._heard:
             return
         finished = sounds_finished(self._text, self._language)
-        left_s = (self.finished_s if finished else self.unfinished_s) - (self._clock() - self._stopped_at)
+        wait_s = self.finished_s if finished else self.unfinished_s
+        quiet_s = self._clock() - self._stopped_at
+        if self._audio_seen and quiet_s < wait_s + AUDIO_STALL_S - _EARLY_S:
+            heard_s = self._audio_s - self._stopped_audio_s + _AUDIO_SLACK_S
+            if heard_s < min(quiet_s, wait_s) - _EARLY_S:
+                # Behind the wall's clock: wait for the audio (or for it to stall).
+                self._audio_due_s = self._stopped_audio_s + wait_s - _AUDIO_SLACK_S
+                await self._wait(wait_s + AUDIO_STALL_S - quiet_s)
+                return
+            quiet_s = min(quiet_s, heard_s)
+        left_s = wait_s - quiet_s
         if left_s > _EARLY_S:
             if finished and left_s >= FORESEE_LEFT_MIN_S and self._foresight is not None:
                 self._foreseen = True
@@ -208,6 +248,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self._text = ""
         self._stopped_at = None
         self._heard = False
+        self._audio_due_s = None
         await self._cancel_timer()
 
 

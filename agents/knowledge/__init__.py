@@ -5,7 +5,7 @@ The Zep and Gemini adapters (`agents.knowledge.zep`, `agents.knowledge.gemini`) 
 imported by the composition root alone, so their SDKs load only when configured.
 """
 
-from agents.knowledge.extraction import SELF, Claim, ExtractionFailed, Extractor, Mention
+from agents.knowledge.extraction import SELF, Claim, Extraction, ExtractionFailed, Extractor, Mention
 from agents.knowledge.local import LocalKnowledge
 from agents.knowledge.port import (
     ENTITY_TYPES,
@@ -17,6 +17,7 @@ from agents.knowledge.port import (
     Knowledge,
     KnowledgeError,
     KnowledgeMessage,
+    ModelSpend,
 )
 from agents.knowledge.recall import RECALL, recall_tools, session_facts
 from agents.knowledge.rules import RuleExtractor, read_claims
@@ -28,6 +29,7 @@ __all__ = [
     "Claim",
     "Entity",
     "EntityType",
+    "Extraction",
     "ExtractionFailed",
     "Extractor",
     "Fact",
@@ -38,6 +40,7 @@ __all__ = [
     "KnowledgeMessage",
     "LocalKnowledge",
     "Mention",
+    "ModelSpend",
     "RuleExtractor",
     "read_claims",
     "recall_tools",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agents.knowledge.port import EntityType, KnowledgeMessage
+from agents.knowledge.port import EntityType, KnowledgeMessage, ModelSpend
 
 NAME_CHARS_MAX = 80
 TEXT_CHARS_MAX = 300
@@ -42,13 +42,27 @@ class Claim:
     slot: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor read: the claims, and the model call that read them (None when
+    no model was asked, as with the rules), which the person is charged for."""
+
+    claims: list[Claim]
+    spent: ModelSpend | None = None
+
+
 class Extractor(Protocol):
     async def extract(
         self, *, person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]
-    ) -> list[Claim]:
+    ) -> Extraction:
         """Claims the messages make, in message order. `known` are the valid facts so far."""
         ...
 
 
 class ExtractionFailed(Exception):
-    """The extractor could not read these messages (a model refused or did not answer)."""
+    """The extractor could not read these messages (a model refused or did not answer, or
+    answered something unreadable: then `spent` is that answer's call, still charged)."""
+
+    def __init__(self, message: str, *, spent: ModelSpend | None = None) -> None:
+        super().__init__(message)
+        self.spent = spent

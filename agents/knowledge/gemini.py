@@ -9,7 +9,8 @@ is JSON constrained by a schema, then checked again here, because a claim that n
 message outside the batch, an unknown entity type or an oversized string must never
 reach the graph. A refused or unanswered call (`ModelRejected`, `ModelUnavailable`,
 chained) and a malformed answer become `ExtractionFailed`; the learning worker retries a
-bounded number of times.
+bounded number of times. An answer's usage, as Google reported it, goes back with the
+claims, and the learning worker charges it to the person (docs/money.md#learning).
 """
 
 from __future__ import annotations
@@ -18,9 +19,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agents.genai import GeminiClient
-from agents.knowledge.extraction import NAME_CHARS_MAX, SELF, TEXT_CHARS_MAX, Claim, ExtractionFailed, Mention
-from agents.knowledge.port import ENTITY_TYPES, EntityType, KnowledgeMessage
+from agents.genai import GeminiClient, usage_of
+from agents.knowledge.extraction import (
+    NAME_CHARS_MAX,
+    SELF,
+    TEXT_CHARS_MAX,
+    Claim,
+    Extraction,
+    ExtractionFailed,
+    Mention,
+)
+from agents.knowledge.port import ENTITY_TYPES, EntityType, KnowledgeMessage, ModelSpend
 from agents.model import ModelError
 
 _CLAIMS_MAX = 40
@@ -91,13 +100,17 @@ class GeminiExtractor:
 
     async def extract(
         self, *, person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]
-    ) -> list[Claim]:
+    ) -> Extraction:
         if not any(m.author == "human" for m in messages):
-            return []  # nothing the person said: no call, no cost
-        answer = await self._generate(_prompt(person_name, messages, known))
-        return _claims(answer, person_name=person_name, message_ids={m.id for m in messages})
+            return Extraction([])  # nothing the person said: no call, no cost
+        answer, spent = await self._generate(_prompt(person_name, messages, known))
+        try:
+            claims = _claims(answer, person_name=person_name, message_ids={m.id for m in messages})
+        except ExtractionFailed as exc:
+            raise ExtractionFailed(str(exc), spent=spent) from exc
+        return Extraction(claims, spent)
 
-    async def _generate(self, prompt: str) -> str:
+    async def _generate(self, prompt: str) -> tuple[str, ModelSpend]:
         try:
             # A plain dict, which the SDK validates into its config type, keeps this
             # module free of SDK imports.
@@ -113,7 +126,7 @@ class GeminiExtractor:
             )
         except ModelError as exc:
             raise ExtractionFailed(f"Gemini could not read the messages ({exc})") from exc
-        return response.text or ""
+        return response.text or "", ModelSpend(response.model_version or self._model, usage_of(response))
 
 
 def _prompt(person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]) -> str:

@@ -32,6 +32,7 @@ from agents.knowledge.port import (
     Forgotten,
     Graph,
     KnowledgeMessage,
+    ModelSpend,
 )
 
 if TYPE_CHECKING:
@@ -205,20 +206,23 @@ class LocalKnowledge:
         self._pool = pool
         self._extractor = extractor
 
-    async def ingest(self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]) -> None:
+    async def ingest(
+        self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]
+    ) -> ModelSpend | None:
         if not messages:
-            return
+            return None
         rows = await self._pool.fetch(_KNOWN_SQL, person_id, _KNOWN_MAX)
-        claims = await self._extractor.extract(
+        extraction = await self._extractor.extract(
             person_name=person_name, messages=messages, known=[_known(r) for r in rows]
         )
         said_at = {m.id: m.created_at for m in messages}
         # One transaction per batch: one commit instead of one per fact, and a batch that
         # fails halfway leaves nothing behind, to be retried whole.
         async with self._pool.acquire() as conn, conn.transaction():
-            for claim in claims:
+            for claim in extraction.claims:
                 if claim.message_id in said_at:
                     await self._apply(conn, person_id, person_name, claim, said_at[claim.message_id])
+        return extraction.spent
 
     async def _entity(self, conn: _Conn, person_id: str, person_name: str, mention: Mention) -> str:
         if mention.is_self:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from agents.model import Usage
+
 EntityType = Literal["person", "place", "thing", "food", "organisation", "preference", "event"]
 ENTITY_TYPES: tuple[EntityType, ...] = ("person", "place", "thing", "food", "organisation", "preference", "event")
 
@@ -103,11 +105,23 @@ class Forgotten:
     edges: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSpend:
+    """The model call an ingestion made, as the vendor reported it: the learning worker
+    charges it to the person (docs/money.md#learning)."""
+
+    model: str
+    usage: Usage
+
+
 class Knowledge(Protocol):
     """Semantic memory for every person, one graph each."""
 
-    async def ingest(self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]) -> None:
-        """Learn from thread messages, in `seq` order. Ingesting a message twice learns nothing new."""
+    async def ingest(
+        self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]
+    ) -> ModelSpend | None:
+        """Learn from thread messages, in `seq` order. Ingesting a message twice learns nothing new.
+        Returns the model call it made to read them, if any (None: nothing to charge)."""
         ...
 
     async def search(self, *, person_id: str, text: str, limit: int = 10) -> list[Fact]:

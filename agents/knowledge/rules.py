@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from agents.knowledge.extraction import NAME_CHARS_MAX, SELF, Claim, Mention
+from agents.knowledge.extraction import NAME_CHARS_MAX, SELF, Claim, Extraction, Mention
 from agents.knowledge.port import EntityType, KnowledgeMessage
 
 _WORDS_MAX = 5
@@ -590,5 +590,5 @@ class RuleExtractor:
 
     async def extract(
         self, *, person_name: str, messages: Sequence[KnowledgeMessage], known: Sequence[Claim]
-    ) -> list[Claim]:
-        return read_claims(person_name=person_name, messages=messages, known=known)
+    ) -> Extraction:
+        return Extraction(read_claims(person_name=person_name, messages=messages, known=known))

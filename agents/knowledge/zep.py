@@ -168,6 +168,7 @@ class ZepKnowledge:
         return person.thread_uuid
 
     async def ingest(self, *, person_id: str, person_name: str, messages: Sequence[KnowledgeMessage]) -> None:
+        # Zep reads facts with its own models, on the operator's Zep plan: nothing to charge.
         if not messages:
             return
         try:

@@ -83,6 +83,8 @@ class SimulatedGemini:
     latency: ModelLatency = INSTANT
     seed: int = 28
     served: list[Served] = field(default_factory=list)
+    # What answers the knowledge extractor's structured requests; None: no facts, at once.
+    extractor: Responder | None = None
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -153,7 +155,9 @@ class SimulatedGemini:
         """Serve one request; False when the connection is done (the client went away)."""
         request = request_from_wire(model, body)
         structured = "responseJsonSchema" in (body.get("generationConfig") or {})
-        if structured:
+        if structured and self.extractor is not None:
+            answer = await self.extractor(request)
+        elif structured:
             # The knowledge extractor's structured output: no facts, at once (the bench is
             # about turns; the learning worker runs beside them).
             answer = Answer(text='{"facts": []}', first_token_s=0.0)

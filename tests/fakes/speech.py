@@ -33,11 +33,19 @@ def rms(pcm: bytes) -> float:
 
 
 async def stream(ws: ClientConnection, pcm: bytes, rate: int = 16_000, *, pace: float = 1.0) -> None:
-    """Send audio in 20 ms frames at (a multiple of) real time, as a microphone would."""
+    """Send audio in 20 ms frames at (a multiple of) real time, as a microphone would.
+
+    Each frame goes out on the microphone's own clock (its time from the first frame), not
+    20 ms after the previous one: a sleep that wakes late, as they all do on a loaded
+    machine whose one event loop the server shares, must not stretch the audio itself. A
+    1.25 s pause sent frame-after-sleep took 2.3 to 4 s at load 14 to 19 (2026-12-03), and
+    the server rightly heard a person who had stopped speaking."""
     step = int(rate * FRAME_S) * 2
-    for start in range(0, len(pcm), step):
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for index, start in enumerate(range(0, len(pcm), step)):
         await ws.send(pcm[start : start + step])
-        await asyncio.sleep(FRAME_S / pace)
+        await asyncio.sleep(max(0.0, started + (index + 1) * FRAME_S / pace - loop.time()))
 
 
 @dataclass

@@ -50,7 +50,7 @@ async def test_gemini_extracts_a_favourite_in_indonesian() -> None:
     )
     said = KnowledgeMessage("msg_1", 1, "human", "makanan favoritku rendang", datetime.now(UTC))
     try:
-        claims = await extractor.extract(person_name="Budi", messages=[said], known=())
+        claims = (await extractor.extract(person_name="Budi", messages=[said], known=())).claims
     finally:
         await extractor.aclose()
     assert any(c.subject.is_self and "rendang" in c.object.name.lower() for c in claims)

@@ -10,10 +10,15 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
+from pipecat.frames.frames import (
+    InputAudioRawFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
 from pipecat.utils.asyncio.task_manager import TaskManager
 
-from voice.turn_end import FinishedWordsStop
+from voice.turn_end import AUDIO_STALL_S, FinishedWordsStop
 
 FINISHED_S, UNFINISHED_S = 0.05, 0.5
 
@@ -46,6 +51,12 @@ def _words(text: str) -> TranscriptionFrame:
 
 async def _settle(seconds: float) -> None:
     await asyncio.sleep(seconds)
+
+
+async def _audio(stop: FinishedWordsStop, seconds: float) -> None:
+    """`seconds` of the person's audio reaching the turn, in 20 ms frames of 16 kHz."""
+    for _ in range(round(seconds / 0.02)):
+        await stop.process_frame(InputAudioRawFrame(audio=b"\x00\x00" * 320, sample_rate=16_000, num_channels=1))
 
 
 async def test_finished_words_end_the_turn_after_the_short_wait() -> None:
@@ -164,3 +175,58 @@ async def test_a_recognisers_guess_is_foreseen_with_the_words_heard_before_it() 
     guesses.resumed()  # and on they go
     assert foresight.told[-1] == ("resumed", "")
     await stop.cleanup()
+
+
+async def test_a_server_behind_the_audio_waits_for_the_audio_before_ending_the_turn() -> None:
+    # The wall's clock has run past the long wait, but only 0.1 s of the audio after the
+    # stop has reached the turn (the rest queues behind Whisper on a loaded machine): the
+    # person's next words may be in it, so the turn waits for the audio.
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await _audio(stop, 0.2)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await _audio(stop, 0.6)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Turn on the"))
+    await _audio(stop, 0.1)
+    clock.now += UNFINISHED_S + 0.2
+    await _settle(UNFINISHED_S + 0.1)
+    assert ended == []
+    await _audio(stop, 0.2)  # the queued audio: the pause went on a little longer
+    assert ended == []
+    await stop.process_frame(VADUserStartedSpeakingFrame())  # then the person went on
+    await _audio(stop, 0.6)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("living room light."))
+    clock.now += FINISHED_S
+    await _audio(stop, FINISHED_S)
+    await _settle(FINISHED_S * 2)
+    assert ended == ["Turn on the living room light."]
+
+
+async def test_audio_that_catches_up_ends_the_wait_it_held() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await _audio(stop, 0.2)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Turn on the"))
+    clock.now += UNFINISHED_S + 0.2
+    await _settle(UNFINISHED_S + 0.1)
+    assert ended == []  # the wall's wait ran out, but no audio since the stop reached the turn
+    await _audio(stop, UNFINISHED_S)  # the whole wait's quiet arrives, late
+    await _settle(FINISHED_S)
+    assert ended == ["Turn on the"]
+
+
+async def test_audio_that_stops_coming_holds_the_wait_only_so_long() -> None:
+    clock = _Clock()
+    stop, ended = await _strategy(clock)
+    await _audio(stop, 0.2)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Turn on the bedroom light."))
+    clock.now += FINISHED_S
+    await _settle(FINISHED_S * 2)
+    assert ended == []  # the audio's clock stands still
+    clock.now += AUDIO_STALL_S
+    await _settle(AUDIO_STALL_S + 0.1)
+    assert ended == ["Turn on the bedroom light."]

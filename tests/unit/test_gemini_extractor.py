@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 import pytest
 import pytest_asyncio
 
-from agents.knowledge import SELF, Claim, ExtractionFailed, KnowledgeMessage, Mention
+from agents.knowledge import SELF, Claim, Extraction, ExtractionFailed, KnowledgeMessage, Mention, ModelSpend
 from agents.knowledge.gemini import GeminiExtractor
-from tests.fakes.gemini_server import FakeGemini, error_reply, text_reply
+from agents.model import Usage
+from tests.fakes.gemini_server import FakeGemini, error_reply, text_reply, usage
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 MESSAGES = [
@@ -56,8 +57,11 @@ SOTO = {
 
 @pytest.mark.asyncio
 async def test_asks_for_structured_facts_and_reads_them(gemini: FakeGemini, extractor: GeminiExtractor) -> None:
-    gemini.script(text_reply(facts(SOTO)))
-    claims = await extractor.extract(person_name="Budi", messages=MESSAGES, known=KNOWN)
+    gemini.script(text_reply(facts(SOTO), usage_metadata=usage(prompt=420, candidates=37, thoughts=5)))
+    read = await extractor.extract(person_name="Budi", messages=MESSAGES, known=KNOWN)
+    # What Google reported comes back with the claims, for the learning worker to charge.
+    assert read.spent == ModelSpend("gemini-fake-001", Usage(prompt_tokens=420, output_tokens=37, thinking_tokens=5))
+    claims = read.claims
     assert claims == [Claim("msg_1", SELF, "favourite", Mention("soto", "food"), SOTO["text"], "favourite:food")]
     sent = gemini.requests[0]
     assert sent.model == "gemini-test"
@@ -77,13 +81,13 @@ async def test_claims_outside_the_batch_or_malformed_are_dropped(
     odd_type = SOTO | {"object_type": "spaceship", "object": "bakso", "subject": "Budi"}
     empty = SOTO | {"object": "  "}
     gemini.script(text_reply(facts(stranger, odd_type, empty)))
-    claims = await extractor.extract(person_name="Budi", messages=MESSAGES, known=())
+    claims = (await extractor.extract(person_name="Budi", messages=MESSAGES, known=())).claims
     assert [(c.subject, c.object) for c in claims] == [(SELF, Mention("bakso", "thing"))]
 
 
 @pytest.mark.asyncio
 async def test_messages_without_the_person_cost_no_call(gemini: FakeGemini, extractor: GeminiExtractor) -> None:
-    assert await extractor.extract(person_name="Budi", messages=MESSAGES[1:], known=()) == []
+    assert await extractor.extract(person_name="Budi", messages=MESSAGES[1:], known=()) == Extraction([])
     assert gemini.requests == []
 
 
@@ -92,6 +96,8 @@ async def test_refusals_and_garbage_become_extraction_failed(gemini: FakeGemini,
     gemini.script(error_reply(400, "bad"))
     with pytest.raises(ExtractionFailed, match="HTTP 400"):
         await extractor.extract(person_name="Budi", messages=MESSAGES, known=())
-    gemini.script(text_reply("not json"))
-    with pytest.raises(ExtractionFailed):
+    gemini.script(text_reply("not json", usage_metadata=usage(prompt=300, candidates=4)))
+    with pytest.raises(ExtractionFailed) as garbage:
         await extractor.extract(person_name="Budi", messages=MESSAGES, known=())
+    # An answer that cannot be read was still billed by Google: its usage goes with the error.
+    assert garbage.value.spent == ModelSpend("gemini-fake-001", Usage(prompt_tokens=300, output_tokens=4))
