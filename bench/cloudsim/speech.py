@@ -45,7 +45,7 @@ import soxr
 from google.cloud.speech_v2.types import cloud_speech
 from google.cloud.texttospeech_v1.types import cloud_tts
 
-from bench.cloudsim.latency import LogNormal
+from bench.cloudsim.latency import GOOGLE_TTS_STREAMING_SPEED, LogNormal
 
 # PCM16 at or below this RMS is quiet (the VAD's own notion of silence is close to it).
 QUIET_RMS = 300.0
@@ -58,8 +58,7 @@ PAUSE_TAGS = {"[pause short]": 150, "[pause]": 300, "[pause long]": 600}
 _PAUSE = re.compile(r"\[pause(?: short| long)?\]")
 _STREAMING_VOICES = ("chirp3-hd", "chirp-hd", "journey")
 _AUDIO_MAX_BYTES = 32 * 1024 * 1024  # ~17 minutes at 16 kHz: past it the stream is refused
-_SPEECH = "/google.cloud.speech.v2.Speech/StreamingRecognize"
-_TTS = "/google.cloud.texttospeech.v1.TextToSpeech/StreamingSynthesize"
+_PCM = (cloud_tts.AudioEncoding.PCM, cloud_tts.AudioEncoding.LINEAR16)
 
 # The latencies when a test wants none (pacing belongs to the bench).
 NO_WAIT = LogNormal(p50_s=1e-9, p95_s=2e-9)
@@ -139,7 +138,7 @@ class _Utterance:
     audio: bytearray = field(default_factory=bytearray)
     speech_s: float = 0.0  # for the interim cadence
     interims_due: int = 1
-    closed: bool = False  # its final is out: no interim may follow it
+    closed: bool = False  # its final is out (or going): no interim may follow it
 
 
 class _Refused(Exception):
@@ -156,6 +155,7 @@ class SimulatedSpeech:
 
     stt_final: LogNormal = NO_WAIT
     tts_first_byte: LogNormal = NO_WAIT
+    tts_speed: float = GOOGLE_TTS_STREAMING_SPEED  # audio seconds sent per second after the first
     recognise: Recognise = whisper_recognise
     synthesise: Synthesise = espeak_synthesise
     seed: int = 28
@@ -216,7 +216,9 @@ class SimulatedSpeech:
     # --- Speech-to-Text -----------------------------------------------------------------
 
     async def _recognize(
-        self, requests: AsyncIterator[cloud_speech.StreamingRecognizeRequest], context: grpc.aio.ServicerContext[Any, Any]
+        self,
+        requests: AsyncIterator[cloud_speech.StreamingRecognizeRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[cloud_speech.StreamingRecognizeResponse]:
         seen = Recognition()
         self.recognitions.append(seen)
@@ -230,6 +232,7 @@ class SimulatedSpeech:
                 if isinstance(item, _Refused):
                     seen.failed = True
                     await context.abort(item.code, item.message)
+                    return
                 if failure is not None and sent >= failure.after:
                     seen.failed = True
                     await context.abort(failure.code, failure.message)
@@ -324,7 +327,7 @@ class SimulatedSpeech:
         out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
     ) -> None:
         words = await self.recognise(_to_whisper_rate(audio, rate), seen.language)
-        if words and not utterance.closed:
+        if words and not utterance.closed:  # never after the utterance's final
             seen.interims.append(words)
             await out.put(_result(words, is_final=False, language=seen.language))
 
@@ -346,8 +349,8 @@ class SimulatedSpeech:
             hearing.add_done_callback(_consume)  # the person went on: these words are stale
             raise
         # Past the wait: the utterance is over (a recogniser that lags holds the final back).
-        utterance.closed = True
         words = await hearing
+        utterance.closed = True
         seen.finals.append(words)
         seen.final_waits_s.append(time.monotonic() - last_loud)
         if words:
@@ -382,7 +385,10 @@ class SimulatedSpeech:
                             f"voice {voice!r} does not support streaming synthesis (Chirp 3 HD and Journey do)",
                         )
                     audio_config = config.streaming_audio_config
-                    if audio_config.audio_encoding not in (cloud_tts.AudioEncoding.PCM, cloud_tts.AudioEncoding.LINEAR16):
+                    if audio_config.audio_encoding not in (
+                        cloud_tts.AudioEncoding.PCM,
+                        cloud_tts.AudioEncoding.LINEAR16,
+                    ):
                         seen.failed = True
                         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "only PCM is simulated")
                     speaking_rate = audio_config.speaking_rate or 1.0
@@ -399,10 +405,14 @@ class SimulatedSpeech:
                 seen.characters += len(markup)
                 due = arrived + self.tts_first_byte.draw(self._rng)
                 pcm, made_at = await self.synthesise(markup, seen.speaking_rate)
-                audio = _resample(pcm, made_at, rate)
+                audio = resample_pcm16(pcm, made_at, rate)
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
                 step = max(2, int(rate * TTS_CHUNK_S) * 2)
-                for start in range(0, len(audio), step):
+                started = time.monotonic()
+                for index, start in enumerate(range(0, len(audio), step)):
+                    # Faster than it is heard, never all at once: a listener who interrupts
+                    # finds the rest of the sentence still being made.
+                    await asyncio.sleep(max(0.0, started + index * TTS_CHUNK_S / self.tts_speed - time.monotonic()))
                     if failure is not None and seen.chunks >= failure.after:
                         seen.failed = True
                         await context.abort(failure.code, failure.message)
@@ -445,7 +455,7 @@ def _rms(pcm: bytes) -> float:
     return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
 
 
-def _resample(pcm: bytes, rate_in: int, rate_out: int) -> bytes:
+def resample_pcm16(pcm: bytes, rate_in: int, rate_out: int) -> bytes:
     if rate_in == rate_out or not pcm:
         return pcm
     samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16)
@@ -453,7 +463,7 @@ def _resample(pcm: bytes, rate_in: int, rate_out: int) -> bytes:
 
 
 def _to_whisper_rate(pcm: bytes, rate: int) -> bytes:
-    return _resample(pcm, rate, WHISPER_RATE)
+    return resample_pcm16(pcm, rate, WHISPER_RATE)
 
 
 def throwaway_credentials(path: Path) -> Path:

@@ -155,9 +155,8 @@ class ProsodyGoogleTTSService(GoogleTTSService):
         markup, rate = streaming_prosody(text)
         if not markup:
             return
-        voice = texttospeech_v1.VoiceSelectionParams(
-            language_code=str(self._settings.language), name=str(self._settings.voice)
-        )
+        settings: TTSSettings = self._settings
+        voice = texttospeech_v1.VoiceSelectionParams(language_code=str(settings.language), name=str(settings.voice))
         config = texttospeech_v1.StreamingSynthesizeConfig(
             voice=voice,
             streaming_audio_config=texttospeech_v1.StreamingAudioConfig(
@@ -169,7 +168,9 @@ class ProsodyGoogleTTSService(GoogleTTSService):
 
         async def requests() -> AsyncIterator[texttospeech_v1.StreamingSynthesizeRequest]:
             yield texttospeech_v1.StreamingSynthesizeRequest(streaming_config=config)
-            yield texttospeech_v1.StreamingSynthesizeRequest(input=texttospeech_v1.StreamingSynthesisInput(markup=markup))
+            yield texttospeech_v1.StreamingSynthesizeRequest(
+                input=texttospeech_v1.StreamingSynthesisInput(markup=markup)
+            )
 
         assert isinstance(self._client, texttospeech_v1.TextToSpeechAsyncClient)
         chunk_bytes = max(2, int(self.sample_rate * CHUNK_S) * 2)
@@ -232,7 +233,13 @@ def _credentials(credentials: str | None, credentials_path: str | None) -> servi
     if credentials:
         import json
 
-        return service_account.Credentials.from_service_account_info(json.loads(credentials))
+        account: service_account.Credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
+            json.loads(credentials)
+        )
+        return account
     if credentials_path:
-        return service_account.Credentials.from_service_account_file(credentials_path)
+        from_file: service_account.Credentials = service_account.Credentials.from_service_account_file(  # type: ignore[no-untyped-call]
+            credentials_path
+        )
+        return from_file
     raise ValueError("a service account is needed to reach Google speech")
