@@ -282,7 +282,7 @@ class SimulatedSpeech:
                 seen.audio_bytes += len(audio)
                 if seen.audio_bytes > _AUDIO_MAX_BYTES:
                     raise _Refused(grpc.StatusCode.OUT_OF_RANGE, "audio longer than a stream may carry")
-                loud = _rms(audio) > QUIET_RMS
+                loud = rms_pcm16(audio) > QUIET_RMS
                 if loud:
                     # The person (still) speaks: a final still waiting out the pause is called
                     # off, and the utterance goes on.
@@ -450,7 +450,7 @@ def _result(words: str, *, is_final: bool, language: str) -> cloud_speech.Stream
     )
 
 
-def _rms(pcm: bytes) -> float:
+def rms_pcm16(pcm: bytes) -> float:
     samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float64)
     return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
 
