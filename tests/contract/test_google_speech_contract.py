@@ -111,10 +111,10 @@ class _Call:
     async def __aenter__(self) -> _Call:
         started = asyncio.Event()
 
-        @self.worker.event_handler("on_pipeline_started")
-        async def _started(_worker: object, _frame: Frame) -> None:
+        async def _started(_worker: object, _frame: object) -> None:
             started.set()
 
+        self.worker.add_event_handler("on_pipeline_started", _started)
         await self._runner.add_workers(self.worker)
         self._run = asyncio.create_task(self._runner.run())
         await asyncio.wait_for(started.wait(), WAIT_MAX_S)

@@ -12,7 +12,7 @@ would silently ignore every emotion). Speech-to-text is Pipecat's streaming
 `GoogleSTTService` (v2), which also speaks Indonesian.
 
 Streaming text-to-speech (`ProsodyGoogleTTSService`, Chirp 3 HD voices, first audio in
-about 200 ms against about 700 ms for the HTTP call, docs/voice.md#google-speech) takes no
+about 200 ms against about 700 ms for the HTTP call, docs/sockets.md#google-speech) takes no
 SSML at all, so each sentence's emotion is carried by what those voices accept: the
 speaking rate of the stream (one stream per sentence, so one rate per sentence) and a
 `[pause short]` / `[pause]` / `[pause long]` markup tag for the pause after it. Pitch and
@@ -48,13 +48,13 @@ DEFAULT_LANGUAGE = "en-US"
 DEFAULT_STREAMING_VOICE = "en-US-Chirp3-HD-Charon"
 # The speaking rates a streaming voice accepts (Google refuses the stream outside them).
 RATE_MIN, RATE_MAX = 0.25, 2.0
-# Chirp 3 HD's pause tags by the longest pause each stands for (docs/voice.md#google-speech):
+# Chirp 3 HD's pause tags by the longest pause each stands for (docs/sockets.md#google-speech):
 # the emotions' pauses run 100-500 ms (voice.prosody.PROSODY).
 PAUSE_TAGS = ((150, "[pause short]"), (350, "[pause]"))
 PAUSE_LONG = "[pause long]"
 CHUNK_S = 0.04  # audio frames of 40 ms, as the offline voices send them
 # Keep-alive pings on a channel the adapter opens itself, so an idle call's connection
-# stays warm between sentences (docs/voice.md#google-speech).
+# stays warm between sentences (docs/sockets.md#google-speech).
 _KEEPALIVE = (("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000))
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 # Voice families that skip SSML entirely in Google's API (and so in Pipecat's service).
