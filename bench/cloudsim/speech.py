@@ -139,6 +139,7 @@ class _Utterance:
     speech_s: float = 0.0  # for the interim cadence
     interims_due: int = 1
     closed: bool = False  # its final is out (or going): no interim may follow it
+    interim_running: bool = False
 
 
 class _Refused(Exception):
@@ -297,7 +298,11 @@ class SimulatedSpeech:
                     utterance.audio += audio
                 if loud and interim_wanted and utterance.speech_s >= utterance.interims_due * INTERIM_EVERY_S:
                     utterance.interims_due += 1
-                    self._spawn(tasks, self._interim(utterance, bytes(utterance.audio), rate, seen, out))
+                    # One interim at a time: on shared cores a queue of them would hold the
+                    # final back past the latency model's time (the fake's cost, not Google's).
+                    if not utterance.interim_running:
+                        utterance.interim_running = True
+                        self._spawn(tasks, self._interim(utterance, bytes(utterance.audio), rate, seen, out))
                 if not loud and utterance.audio and pending is None and not utterance.closed:
                     pending = asyncio.create_task(self._final(utterance, rate, last_loud, seen, out))
             # Half-closed: whatever was said is finished now.
@@ -326,7 +331,10 @@ class SimulatedSpeech:
         seen: Recognition,
         out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
     ) -> None:
-        words = await self.recognise(_to_whisper_rate(audio, rate), seen.language)
+        try:
+            words = await self.recognise(_to_whisper_rate(audio, rate), seen.language)
+        finally:
+            utterance.interim_running = False
         if words and not utterance.closed:  # never after the utterance's final
             seen.interims.append(words)
             await out.put(_result(words, is_final=False, language=seen.language))
