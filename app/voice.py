@@ -1,5 +1,5 @@
-"""Building the call doors: the speech engines (Google Cloud with credentials, offline
-otherwise), the doors over the turns and the wallet, the chat's view of a live call (for
+"""Building the call doors: the speech engines (Google Cloud or offline, or a mix, as the
+settings choose), the doors over the turns and the wallet, the chat's view of a live call (for
 a wake note said on it), and hanging up at shutdown.
 
 Voice (Pipecat, the speech engines) is imported only inside these functions, so a root
@@ -47,7 +47,8 @@ _LOADING_SWITCH_S = 0.0005
 def choose_engines(
     settings: Settings, stack: contextlib.AsyncExitStack
 ) -> tuple[Engines, str, threading.Thread | None]:
-    """Speech engines for calls: Google Cloud with credentials, offline otherwise; and the
+    """Speech engines for calls as VOICE_HEARING / VOICE_SPEECH choose (by default Google
+    Cloud with credentials, offline otherwise; any mix), a line describing them, and the
     thread loading the offline models, when one was started."""
     from voice import Engines
     from voice.prosody import emotion_to_ssml, strip_stray_tags
