@@ -35,8 +35,8 @@ bench: install
 	.venv/bin/python -m bench.identity_cost 100
 	.venv/bin/python -m bench.reminder_lateness
 	.venv/bin/python -m bench.knowledge_search
-	# Voice on the simulated cloud path, a short run (the full one: --turns 100).
-	.venv/bin/python -m bench.cloud_voice --turns 3
+	# Voice on the simulated cloud path, a short run (the full one: --turns 100 --speech-samples 30).
+	.venv/bin/python -m bench.cloud_voice --turns 3 --speech-samples 3
 	# The speaker door, then the phone door beside it, at short settings.
 	.venv/bin/python -m bench.voice_latency --utterances 3 --calls 2 --per-call 1
 	.venv/bin/python -m bench.voice_phone --utterances 6 --per-call 2

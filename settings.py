@@ -28,6 +28,8 @@ def _is_loopback(host: str) -> bool:
 
 # The Firebase sign-in methods the web app knows how to offer (docs/webapp.md#firebase-sign-in).
 FirebaseProvider = Literal["password", "google.com"]
+# host:port (or a bracketed IPv6 address and port): a gRPC endpoint, never a URL.
+_HOST_PORT = r"^[^\s/:\[\]]+(:\d+)?$|^\[[0-9a-fA-F:]+\](:\d+)?$"
 
 
 class Settings(BaseSettings):
@@ -195,6 +197,21 @@ class Settings(BaseSettings):
     google_speech_credentials: Path | None = None
     google_tts_voice: str = "en-US-Neural2-F"
     google_stt_languages: list[str] = Field(default_factory=lambda: ["en-US", "id-ID"])
+    # Which engines hear and speak on calls (docs/sockets.md#google-speech). "auto": Google's
+    # streaming STT and HTTP TTS with credentials, offline without. Any mix is allowed,
+    # e.g. offline hearing with Google's streaming voice.
+    voice_hearing: Literal["auto", "offline", "google"] = "auto"
+    voice_speech: Literal["auto", "offline", "google-http", "google-streaming"] = "auto"
+    # The streaming voice (Chirp 3 HD or Journey: the only ones Google streams).
+    google_streaming_voice: str = "en-US-Chirp3-HD-Charon"
+    # Where Google's STT / TTS are reached as host:port (Google unless set): a regional
+    # endpoint, or the simulated cloud path of bench/cloudsim on 127.0.0.1.
+    google_stt_endpoint: str | None = Field(
+        default=None, max_length=300, pattern=r"^[^\s/:]+(:\d+)?$|^\[[0-9a-fA-F:]+\](:\d+)?$"
+    )
+    google_tts_endpoint: str | None = Field(
+        default=None, max_length=300, pattern=r"^[^\s/:]+(:\d+)?$|^\[[0-9a-fA-F:]+\](:\d+)?$"
+    )
 
     # Reminders (wake notes). Deliveries one process runs at once; a claim older than the
     # lease is taken to be a crashed worker's; a note is tried at most this many times.
@@ -256,6 +273,14 @@ class Settings(BaseSettings):
                 "VOICE_FINISHED_TIMEOUT_S must not exceed VOICE_SPEECH_TIMEOUT_S: "
                 "a request that sounds finished never waits longer than one that trails off"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _google_speech_has_credentials(self) -> Settings:
+        if self.google_speech_credentials is None and (
+            self.voice_hearing == "google" or self.voice_speech.startswith("google")
+        ):
+            raise ValueError("VOICE_HEARING / VOICE_SPEECH name Google, which needs GOOGLE_SPEECH_CREDENTIALS")
         return self
 
     @model_validator(mode="after")

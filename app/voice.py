@@ -1,5 +1,5 @@
-"""Building the call doors: the speech engines (Google Cloud with credentials, offline
-otherwise), the doors over the turns and the wallet, the chat's view of a live call (for
+"""Building the call doors: the speech engines (Google Cloud or offline, or a mix, as the
+settings choose), the doors over the turns and the wallet, the chat's view of a live call (for
 a wake note said on it), and hanging up at shutdown.
 
 Voice (Pipecat, the speech engines) is imported only inside these functions, so a root
@@ -27,6 +27,9 @@ from settings import Settings
 from telemetry import carried, continuing, span
 
 if TYPE_CHECKING:
+    from pipecat.services.stt_service import STTService
+    from pipecat.services.tts_service import TTSService
+
     from voice import Engines, VoiceDoors
 
 log = logging.getLogger("avagenc")
@@ -44,42 +47,77 @@ _LOADING_SWITCH_S = 0.0005
 def choose_engines(
     settings: Settings, stack: contextlib.AsyncExitStack
 ) -> tuple[Engines, str, threading.Thread | None]:
-    """Speech engines for calls: Google Cloud with credentials, offline otherwise; and the
+    """Speech engines for calls as VOICE_HEARING / VOICE_SPEECH choose (by default Google
+    Cloud with credentials, offline otherwise; any mix), a line describing them, and the
     thread loading the offline models, when one was started."""
     from voice import Engines
     from voice.prosody import emotion_to_ssml, strip_stray_tags
 
     transforms = [("*", emotion_to_ssml), ("*", strip_stray_tags)]
-    if settings.google_speech_credentials is not None:
-        from voice.engines.google import SsmlGoogleHttpTTSService, google_stt
-
-        path = str(settings.google_speech_credentials)
-        return (
-            Engines(
-                stt=lambda: google_stt(path, settings.google_stt_languages),
-                tts=lambda: SsmlGoogleHttpTTSService(
-                    credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
-                ),
-            ),
-            "Google Cloud STT + TTS",
-            None,
-        )
-    from voice.engines.offline import offline_engines, preload_offline
-
+    credentials = settings.google_speech_credentials
+    hearing = settings.voice_hearing
+    speech = settings.voice_speech
+    if hearing == "auto":
+        hearing = "google" if credentials is not None else "offline"
+    if speech == "auto":
+        speech = "google-http" if credentials is not None else "offline"
     preload: threading.Thread | None = None
-    if settings.voice_preload:
-        preload = threading.Thread(
-            target=preload_offline, args=(settings.voice_tts,), name="speech-preload", daemon=True
+    offline: Engines | None = None
+    offline_line = ""
+    if hearing == "offline" or speech == "offline":
+        from voice.engines.offline import offline_engines, preload_offline
+
+        if settings.voice_preload:
+            preload = threading.Thread(
+                target=preload_offline, args=(settings.voice_tts,), name="speech-preload", daemon=True
+            )
+            preload.start()
+            stack.push_async_callback(asyncio.to_thread, preload.join, PRELOAD_JOIN_S)
+        offline, offline_line = offline_engines(
+            tts=settings.voice_tts,
+            transforms=transforms,
+            models_dir=settings.avagenc_home / "models",
+            stt_workers=settings.voice_stt_workers,
         )
-        preload.start()
-        stack.push_async_callback(asyncio.to_thread, preload.join, PRELOAD_JOIN_S)
-    engines, speech = offline_engines(
-        tts=settings.voice_tts,
-        transforms=transforms,
-        models_dir=settings.avagenc_home / "models",
-        stt_workers=settings.voice_stt_workers,
-    )
-    return engines, speech, preload
+        if hearing == "offline" and speech == "offline":
+            return offline, offline_line, preload
+    assert credentials is not None, "Settings refuses Google speech without credentials"
+    from voice.engines.google import ProsodyGoogleTTSService, SsmlGoogleHttpTTSService, google_stt
+
+    path = str(credentials)
+    parts: list[str] = []
+    stt: Callable[[], STTService]
+    tts: Callable[[], TTSService]
+    if hearing == "google":
+        stt = lambda: google_stt(path, settings.google_stt_languages, endpoint=settings.google_stt_endpoint)  # noqa: E731
+        stt_by_language: dict[str, Any] = {}
+        parts.append("Google Cloud STT (streaming)")
+    else:
+        assert offline is not None
+        stt, stt_by_language = offline.stt, dict(offline.stt_by_language)
+        parts.append("offline hearing")
+    if speech == "google-streaming":
+        tts = lambda: ProsodyGoogleTTSService(  # noqa: E731
+            credentials_path=path,
+            voice=settings.google_streaming_voice,
+            endpoint=settings.google_tts_endpoint,
+            text_transforms=transforms,
+        )
+        tts_by_language: dict[str, Any] = {}
+        parts.append("Google Cloud TTS (streaming)")
+    elif speech == "google-http":
+        tts = lambda: SsmlGoogleHttpTTSService(  # noqa: E731
+            credentials_path=path, voice=settings.google_tts_voice, text_transforms=transforms
+        )
+        tts_by_language = {}
+        parts.append("Google Cloud TTS (HTTP, SSML)")
+    else:
+        assert offline is not None
+        tts, tts_by_language = offline.tts, dict(offline.tts_by_language)
+        parts.append("offline speech")
+    line = " + ".join(parts) + (f" ({offline_line})" if offline is not None else "")
+    engines = Engines(stt=stt, tts=tts, stt_by_language=stt_by_language, tts_by_language=tts_by_language)
+    return engines, line, preload
 
 
 def build_voice(

@@ -15,10 +15,15 @@ speech. A turn starts when the transcript would be handed over (end of speech + 
 and each sentence is heard when the voice would start it: its first audio comes the
 speech engine's first-audio time after the sentence was ready, and never before the
 sentence before it has been said (at SPEECH_CHARS_PER_S). Two sets of engines:
-"offline" (the landed offline pass's medians, constants) and "all simulated" (Google
-Speech-to-Text final result and streaming Text-to-Speech first byte, drawn per turn from
-their latency models). The Pipecat pipeline itself is not in the loop here;
-bench.voice_latency measures that path with the offline model.
+"offline" (the landed offline pass's medians, constants) and "all simulated": Google
+Speech-to-Text's final result and streaming Text-to-Speech's first audio as the product's
+own Google adapters (voice.engines.google) meet them, measured in the same run against
+the gRPC fakes of bench/cloudsim/speech.py at their latency models: `--speech-samples`
+utterances (espeak-ng saying the scenarios' requests, heard by the fake's Whisper) from
+the last loud audio sent to the adapter's final transcript, and as many sentences from the
+text handed to the adapter to its first audio frame; each turn takes one of each at
+random. The Pipecat pipeline around them is not in the loop here; bench.voice_latency
+measures that path with the offline model.
 
 Modes, alternating turn by turn on the same server and simulator:
 - *today*: every model call waits for the whole answer, nothing is said until Ava's final
@@ -70,6 +75,14 @@ from bench.cloudsim.latency import (
     SPECULATIVE_TRANSCRIPT_AHEAD_S,
     WENT_ON_AFTER_S,
 )
+from bench.cloudsim.speech import (
+    QUIET_RMS,
+    SimulatedSpeech,
+    espeak_synthesise,
+    resample_pcm16,
+    rms_pcm16,
+    throwaway_credentials,
+)
 from bench.report import RESULTS, write
 from chat import Person
 from settings import Settings
@@ -78,6 +91,8 @@ from telemetry import metrics
 # A voice reads about 15 characters a second (~150 words a minute): how long a sentence
 # keeps the next one waiting.
 SPEECH_CHARS_PER_S = 15.0
+HEARING_RATE = 16_000
+HEARING_WAIT_MAX_S = 30.0  # a bound on one utterance's wait for its transcript
 ZONE = ZoneInfo("Asia/Jakarta")
 ACKS = frozenset(ACKNOWLEDGEMENTS.values())
 
@@ -243,12 +258,21 @@ def quantiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), cuts[18]
 
 
+@dataclass(frozen=True, slots=True)
+class SpeechSamples:
+    """Hearing and first-audio times measured through the Google adapters and the fakes."""
+
+    hearing_s: list[float]
+    first_audio_s: list[float]
+
+
 def report(
     records: list[TurnRecord],
     rng: random.Random,
     elapsed_s: float,
     load: str,
     modes: tuple[str, ...],
+    samples: SpeechSamples,
     hearing_s: float = OFFLINE_HEARING_S,
 ) -> tuple[str, bool]:
     lines = [
@@ -256,6 +280,10 @@ def report(
         "",
         f"Simulated Gemini 2.5 Flash (bench/cloudsim/latency.py), {len(records)} turns in {elapsed_s:.0f} s; {load}.",
         "Measured at the turn level (see the module docstring): hearing and speech added per turn.",
+        f"All simulated: Google STT end of speech -> final transcript p50 / p95 "
+        f"{_ms(quantiles(samples.hearing_s))} over {len(samples.hearing_s)} utterances, streaming TTS text -> "
+        f"first audio {_ms(quantiles(samples.first_audio_s))} over {len(samples.first_audio_s)} sentences, "
+        "through the product's Google adapters and the gRPC fakes (bench/cloudsim/speech.py).",
         "",
         "| scenario | engines | mode | turns | calls/turn | first audio p50 / p95 | floor p50 | ours p50 "
         "| confirming p50 / p95 | floor p50 | ours p50 | first audio vs today | confirming vs today |",
@@ -272,7 +300,7 @@ def report(
                     if engines == "offline":
                         hearing, speech = hearing_s, OFFLINE_SPEECH_FIRST_AUDIO_S
                     else:
-                        hearing, speech = GOOGLE_STT_FINAL.draw(rng), GOOGLE_TTS_STREAMING_FIRST_BYTE.draw(rng)
+                        hearing, speech = rng.choice(samples.hearing_s), rng.choice(samples.first_audio_s)
                     timing = r.timings(hearing, speech)
                     if timing is not None:
                         times.append(timing)
@@ -343,6 +371,7 @@ async def measure(args: argparse.Namespace) -> int:
     decisions = Decisions()
     started = time.monotonic()
     load_before = _load()
+    samples = await speech_samples(args.speech_samples, args.seed)
     with tempfile.TemporaryDirectory(prefix="cloud-voice-") as folder:
         async with (
             SimulatedGemini(decisions, latency=GEMINI_2_5_FLASH, seed=args.seed) as sim,
@@ -381,7 +410,8 @@ async def measure(args: argparse.Namespace) -> int:
             verified = await services.ledger.verify()
     elapsed = time.monotonic() - started
     load = f"load average {load_before} before, {_load()} after (2 cores shared)"
-    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, args.hearing_ms / 1000)
+    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, samples, args.hearing_ms / 1000)
+    ok = ok and len(samples.hearing_s) == len(samples.first_audio_s) == args.speech_samples
     text += (
         f"\nOffline hearing (end of speech -> the turn) {args.hearing_ms:.0f} ms; the speculative transcript"
         f" {args.lead_ms:.0f} ms before the turn ends.\n"
@@ -390,6 +420,134 @@ async def measure(args: argparse.Namespace) -> int:
     print(text)
     write(args.out, text)
     return 0 if ok and verified.ok else 1
+
+
+def _ms(pair: tuple[float, float]) -> str:
+    return f"{pair[0] * 1000:.0f} / {pair[1] * 1000:.0f} ms"
+
+
+class _Heard:
+    """The end of a recogniser's pipeline: the time its first final transcript arrived."""
+
+    def __init__(self) -> None:
+        from pipecat.frames.frames import Frame, TranscriptionFrame
+        from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+        outer = self
+
+        class Sink(FrameProcessor):
+            async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+                await super().process_frame(frame, direction)
+                if isinstance(frame, TranscriptionFrame) and not outer.done.is_set():
+                    outer.at = time.monotonic()
+                    outer.text = frame.text
+                    outer.done.set()
+                await self.push_frame(frame, direction)
+
+        self.sink = Sink()
+        self.done = asyncio.Event()
+        self.at = 0.0
+        self.text = ""
+
+
+async def hear_through_google(endpoint: str, key: Path, said: list[bytes]) -> list[float]:
+    """End of speech -> final transcript, one utterance per call, through `google_stt`."""
+
+    waits: list[float] = []
+    for pcm in said:
+        wait = await _hear_one(endpoint, key, pcm)
+        if wait is not None:
+            waits.append(wait)
+    return waits
+
+
+async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> float | None:
+    from pipecat.frames.frames import InputAudioRawFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+    from pipecat.workers.runner import WorkerRunner
+
+    from voice.engines.google import google_stt
+
+    chunk = 2 * HEARING_RATE // 50  # 20 ms
+    heard = _Heard()
+    worker = PipelineWorker(
+        Pipeline([google_stt(str(key), ["en-US"], endpoint=endpoint), heard.sink]),
+        params=PipelineParams(audio_in_sample_rate=HEARING_RATE),
+        cancel_on_idle_timeout=False,
+    )
+    started = asyncio.Event()
+
+    async def _started(_worker: object, _frame: object) -> None:
+        started.set()
+
+    worker.add_event_handler("on_pipeline_started", _started)
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    running = asyncio.create_task(runner.run())
+    await asyncio.wait_for(started.wait(), HEARING_WAIT_MAX_S)
+    # Speech in real time (the recogniser's pause is timed from the last loud audio), then
+    # silence until the final transcript is in. The end of speech is when the last loud
+    # piece was handed over (the voice's own trailing quiet is not speech).
+    ended = time.monotonic()
+    for start in range(0, len(pcm), chunk):
+        piece = pcm[start : start + chunk]
+        await worker.queue_frame(InputAudioRawFrame(piece, HEARING_RATE, 1))
+        if rms_pcm16(piece) > QUIET_RMS:
+            ended = time.monotonic()
+        await asyncio.sleep(0.02)
+    for _ in range(int(HEARING_WAIT_MAX_S / 0.02)):
+        if heard.done.is_set():
+            break
+        await worker.queue_frame(InputAudioRawFrame(bytes(chunk), HEARING_RATE, 1))
+        await asyncio.sleep(0.02)
+    await worker.cancel()
+    await asyncio.wait_for(running, HEARING_WAIT_MAX_S)
+    return heard.at - ended if heard.done.is_set() else None
+
+
+async def speak_through_google(endpoint: str, key: Path, sentences: list[str]) -> list[float]:
+    """Text handed to the streaming voice -> its first audio frame, one sentence each."""
+    from pipecat.frames.frames import TTSAudioRawFrame
+
+    from voice.engines.google import ProsodyGoogleTTSService
+    from voice.prosody import segment_ssml
+
+    firsts: list[float] = []
+    for sentence in sentences:
+        tts = ProsodyGoogleTTSService(credentials_path=str(key), endpoint=endpoint)
+        began = time.monotonic()
+        stream = tts.run_tts(segment_ssml(sentence, "neutral"), "bench")
+        async for frame in stream:
+            if isinstance(frame, TTSAudioRawFrame):
+                firsts.append(time.monotonic() - began)
+                break
+        await stream.aclose()
+    return firsts
+
+
+async def speech_samples(count: int, seed: int) -> SpeechSamples:
+    """`count` utterances heard and sentences said through the Google adapters, against the
+    fakes at the published latencies, in this run."""
+    from voice.engines.whisper import preload_whisper
+
+    await asyncio.to_thread(preload_whisper)  # as a server does at startup
+    requests = [text for _, texts in SCENARIOS for text in texts]
+    said: list[bytes] = []
+    for text in requests:
+        pcm, rate = await espeak_synthesise(text, 1.0)
+        said.append(bytes(2 * HEARING_RATE // 5) + resample_pcm16(pcm, rate, HEARING_RATE))
+    replies = ["Sure, turning it on.", "The bedroom light is on.", "It is a quarter past nine."]
+    with tempfile.TemporaryDirectory(prefix="cloud-speech-") as folder:
+        key = throwaway_credentials(Path(folder) / "key.json")
+        async with SimulatedSpeech(
+            stt_final=GOOGLE_STT_FINAL, tts_first_byte=GOOGLE_TTS_STREAMING_FIRST_BYTE, seed=seed
+        ) as speech:
+            hearing = await hear_through_google(speech.endpoint, key, [said[i % len(said)] for i in range(count)])
+            first_audio = await speak_through_google(
+                speech.endpoint, key, [replies[i % len(replies)] for i in range(count)]
+            )
+    return SpeechSamples(hearing_s=hearing, first_audio_s=first_audio)
 
 
 def _load() -> str:
@@ -426,6 +584,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         default=SPECULATIVE_TRANSCRIPT_AHEAD_S * 1000,
         help="how long before the turn ends its words are foreseen (bench.turn_end measures the pipeline's)",
+    )
+    parser.add_argument(
+        "--speech-samples",
+        type=int,
+        default=30,
+        help="utterances heard and sentences said through the Google adapters and fakes (all-simulated rows)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "cloud_voice.md", help="also write the report here")
     return parser.parse_args(argv)

@@ -11,7 +11,8 @@ figures by editing this file only: the simulator and the bench read nothing else
 - Google Speech-to-Text (`latest_long`, streaming): final result ~ 880 ms p50 after the
   end of speech. No p95 was published; the spread below is an assumption.
 - Google Text-to-Speech: first audio byte ~ 200 ms streaming, ~ 700 ms without streaming.
-  Spreads are assumptions.
+  Spreads are assumptions, and so is the pace of the rest of a streamed sentence.
+- Both speech fakes (bench/cloudsim/speech.py) draw from these per utterance / sentence.
 - Offline hearing and speech (this machine, BENCHMARKS.md "Voice latency", the landed
   offline passes): end of speech -> VAD stop 226 ms, Whisper 144 ms, turn end 18 ms;
   first audio of a sentence 30 ms. Medians only: the turn-level bench adds them as
@@ -76,6 +77,9 @@ INSTANT = ModelLatency(first_token=LogNormal(p50_s=1e-9, p95_s=2e-9), tokens_per
 GOOGLE_STT_FINAL = LogNormal(p50_s=0.88, p95_s=1.2)  # p95 assumed
 GOOGLE_TTS_STREAMING_FIRST_BYTE = LogNormal(p50_s=0.20, p95_s=0.30)  # p95 assumed
 GOOGLE_TTS_FIRST_BYTE = LogNormal(p50_s=0.70, p95_s=0.95)  # without streaming; p95 assumed
+# After its first byte a streamed sentence arrives this many times faster than it is
+# heard (an assumption: no figure was published; it only has to outrun playback).
+GOOGLE_TTS_STREAMING_SPEED = 4.0
 
 # Offline hearing: end of speech -> the transcript handed to the turn (VAD stop + Whisper
 # + the turn-end wait, medians of the landed offline pass); offline speech: a sentence's

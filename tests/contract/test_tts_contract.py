@@ -1,12 +1,15 @@
-"""One suite over every offline voice behind Pipecat's `TTSService` (the TTS port): what
-the pipeline relies on holds for espeak-ng and for the neural voice alike.
+"""One suite over every voice behind Pipecat's `TTSService` (the TTS port): what the
+pipeline relies on holds for espeak-ng, the neural voice and Google's streaming voice
+alike (the last through its real adapter, against the simulated Google API of
+bench.cloudsim.speech over gRPC on 127.0.0.1).
 
 Each voice gets the per-sentence SSML from `voice.prosody` through the same transforms the
 composition root installs, inside a real Pipecat pipeline (`run_test`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +29,9 @@ from pipecat.pipeline.worker import PipelineParams
 from pipecat.services.tts_service import TTSService
 from pipecat.tests.utils import run_test
 
+from bench.cloudsim.speech import SimulatedSpeech, throwaway_credentials
 from voice.engines.espeak import EspeakTTSService
+from voice.engines.google import ProsodyGoogleTTSService
 from voice.engines.hibari import HibariTTSService, preload_hibari
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
 
@@ -37,9 +42,28 @@ VOICES: dict[str, Callable[[], TTSService]] = {
 }
 
 
-@pytest.fixture(params=sorted(VOICES))
+# Voices that can say an emotion's loudness (streaming Google voices take no volume).
+LOUDNESS = sorted(VOICES)
+
+
+@pytest.fixture(scope="module")
+def credentials(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return throwaway_credentials(tmp_path_factory.mktemp("speech") / "key.json")
+
+
+@pytest.fixture
+async def simulated_google() -> AsyncIterator[SimulatedSpeech]:
+    async with SimulatedSpeech() as speech:
+        yield speech
+
+
+@pytest.fixture(params=[*sorted(VOICES), "google-streaming"])
 def voice(request: pytest.FixtureRequest) -> Callable[[], TTSService]:
-    return VOICES[request.param]
+    if request.param != "google-streaming":
+        return VOICES[request.param]
+    endpoint = request.getfixturevalue("simulated_google").endpoint
+    key = str(request.getfixturevalue("credentials"))
+    return lambda: ProsodyGoogleTTSService(credentials_path=key, endpoint=endpoint, text_transforms=TRANSFORMS)
 
 
 async def _speak(voice: Callable[[], TTSService], text: str, emotion: str | None, rate: int = 16_000) -> list[Frame]:
@@ -84,11 +108,19 @@ async def test_a_stray_tag_makes_no_sound(voice: Callable[[], TTSService]) -> No
     assert tagged == clean
 
 
-async def test_emotions_are_heard(voice: Callable[[], TTSService]) -> None:
+async def test_emotions_are_heard_in_the_pace(voice: Callable[[], TTSService]) -> None:
     sentence = "I really did not expect that to happen today."
     furious = _pcm(await _speak(voice, sentence, "furious"))
     devastated = _pcm(await _speak(voice, sentence, "devastated"))
     assert len(devastated) > 1.2 * len(furious), "grief is slower than anger"
+
+
+@pytest.mark.parametrize("name", LOUDNESS)
+async def test_emotions_are_heard_in_the_loudness(name: str) -> None:
+    voice = VOICES[name]
+    sentence = "I really did not expect that to happen today."
+    furious = _pcm(await _speak(voice, sentence, "furious"))
+    devastated = _pcm(await _speak(voice, sentence, "devastated"))
 
     def loudness(pcm: bytes) -> float:
         samples = np.frombuffer(pcm, dtype=np.int16).astype(np.float64)

@@ -17,12 +17,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pipecat.services.google.stt import GoogleSTTService, GoogleSTTSettings
 from pipecat.services.google.tts import GoogleHttpTTSService
+from pydantic import ValidationError
 
+from settings import Settings
 from voice.engines.google import (
     SsmlGoogleHttpTTSService,
     UnsupportedVoice,
     check_ssml_voice,
     google_stt,
+    is_loopback,
     passthrough_ssml,
 )
 from voice.prosody import segment_ssml
@@ -95,3 +98,17 @@ async def test_google_stt_is_built_for_the_given_languages(fake_credentials: str
     assert isinstance(settings, GoogleSTTSettings)
     assert isinstance(settings.languages, list)
     assert [str(language) for language in settings.languages] == ["en-US", "id-ID"]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "loopback"),
+    [("127.0.0.1:5050", True), ("localhost:1", True), ("[::1]:443", True), ("speech.googleapis.com:443", False)],
+)
+def test_only_a_loopback_endpoint_is_reached_without_tls(endpoint: str, loopback: bool) -> None:
+    assert is_loopback(endpoint) is loopback
+
+
+@pytest.mark.parametrize("endpoint", ["https://speech.googleapis.com", "host:port", "a b:1"])
+def test_an_endpoint_is_host_and_port_never_a_url(endpoint: str) -> None:
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None, google_stt_endpoint=endpoint)  # type: ignore[call-arg]

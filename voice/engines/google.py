@@ -10,21 +10,53 @@ markup aloud, so `SsmlGoogleHttpTTSService` passes the `<speak>` document made b
 `voice.prosody` through unchanged, and refuses a Chirp or Journey voice outright (those
 would silently ignore every emotion). Speech-to-text is Pipecat's streaming
 `GoogleSTTService` (v2), which also speaks Indonesian.
+
+Streaming text-to-speech (`ProsodyGoogleTTSService`, Chirp 3 HD voices, first audio in
+about 200 ms against about 700 ms for the HTTP call, docs/sockets.md#google-speech) takes no
+SSML at all, so each sentence's emotion is carried by what those voices accept: the
+speaking rate of the stream (one stream per sentence, so one rate per sentence) and a
+`[pause short]` / `[pause]` / `[pause long]` markup tag for the pause after it. Pitch and
+volume have no field in streaming synthesis and are dropped.
+
+Both streaming services can be pointed at another endpoint (GOOGLE_STT_ENDPOINT,
+GOOGLE_TTS_ENDPOINT): a loopback one (the simulated cloud path of bench/cloudsim) is
+reached over a plain channel, anything else over TLS with the service account.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
+import grpc
+from google.api_core.client_options import ClientOptions
+from google.cloud import speech_v2, texttospeech_v1
+from google.cloud.speech_v2.services.speech.transports import SpeechGrpcAsyncIOTransport
+from google.cloud.texttospeech_v1.services.text_to_speech.transports import TextToSpeechGrpcAsyncIOTransport
+from google.oauth2 import service_account
+from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
 from pipecat.services.google.stt import GoogleSTTService
-from pipecat.services.google.tts import GoogleHttpTTSService
+from pipecat.services.google.tts import GoogleHttpTTSService, GoogleTTSService
 from pipecat.services.settings import ServiceSettings, TTSSettings
 from pipecat.transcriptions.language import Language
 from pipecat.utils.types import is_given
 
+from voice.prosody import read_segment
+
 DEFAULT_VOICE = "en-US-Neural2-F"
 DEFAULT_LANGUAGE = "en-US"
+DEFAULT_STREAMING_VOICE = "en-US-Chirp3-HD-Charon"
+# The speaking rates a streaming voice accepts (Google refuses the stream outside them).
+RATE_MIN, RATE_MAX = 0.25, 2.0
+# Chirp 3 HD's pause tags by the longest pause each stands for (docs/sockets.md#google-speech):
+# the emotions' pauses run 100-500 ms (voice.prosody.PROSODY).
+PAUSE_TAGS = ((150, "[pause short]"), (350, "[pause]"))
+PAUSE_LONG = "[pause long]"
+CHUNK_S = 0.04  # audio frames of 40 ms, as the offline voices send them
+# Keep-alive pings on a channel the adapter opens itself, so an idle call's connection
+# stays warm between sentences (docs/sockets.md#google-speech).
+_KEEPALIVE = (("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000))
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 # Voice families that skip SSML entirely in Google's API (and so in Pipecat's service).
 _NO_SSML_FAMILIES = ("chirp", "journey")
 
@@ -67,10 +99,147 @@ class SsmlGoogleHttpTTSService(GoogleHttpTTSService):
         return await super()._update_settings(delta)
 
 
-def google_stt(credentials_path: str, languages: Sequence[str]) -> GoogleSTTService:
-    """Pipecat's streaming Google STT for the given BCP-47 codes (e.g. "en-US", "id-ID")."""
+def is_loopback(endpoint: str) -> bool:
+    """True for `127.0.0.1:port`, `localhost:port`, `[::1]:port`: a local fake, no TLS."""
+    host = endpoint.rsplit(":", 1)[0] if not endpoint.startswith("[") else endpoint.split("]")[0] + "]"
+    return host in _LOOPBACK
+
+
+def pause_tag(pause_ms: int) -> str:
+    """The markup tag for a pause of about `pause_ms` ("" for none)."""
+    if pause_ms <= 0:
+        return ""
+    return next((tag for longest, tag in PAUSE_TAGS if pause_ms <= longest), PAUSE_LONG)
+
+
+def streaming_prosody(text: str) -> tuple[str, float]:
+    """One sentence (a `voice.prosody` SSML document or plain text) as Chirp 3 HD markup and
+    its speaking rate. Square brackets in the words are dropped so a reply can never write
+    a markup tag of its own."""
+    segment = read_segment(text)
+    words = " ".join(segment.text.replace("[", "").replace("]", "").split())
+    tag = pause_tag(segment.pause_ms)
+    markup = f"{words} {tag}" if words and tag else words
+    return markup, min(max(segment.rate, RATE_MIN), RATE_MAX)
+
+
+class ProsodyGoogleTTSService(GoogleTTSService):
+    """Google streaming TTS (Chirp 3 HD) that speaks each sentence at its emotion's rate,
+    with its emotion's pause as markup; optionally at another endpoint."""
+
+    def __init__(
+        self,
+        *,
+        voice: str = DEFAULT_STREAMING_VOICE,
+        language: str = DEFAULT_LANGUAGE,
+        endpoint: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._endpoint = endpoint  # read by _create_client, which the base calls
+        super().__init__(settings=GoogleTTSService.Settings(voice=voice, language=language), **kwargs)
+
+    def _create_client(
+        self, credentials: str | None, credentials_path: str | None
+    ) -> texttospeech_v1.TextToSpeechAsyncClient:
+        if self._endpoint is None:
+            return super()._create_client(credentials, credentials_path)
+        if is_loopback(self._endpoint):
+            channel = grpc.aio.insecure_channel(self._endpoint, options=_KEEPALIVE)
+            return texttospeech_v1.TextToSpeechAsyncClient(transport=TextToSpeechGrpcAsyncIOTransport(channel=channel))
+        return texttospeech_v1.TextToSpeechAsyncClient(
+            credentials=_credentials(credentials, credentials_path),
+            client_options=ClientOptions(api_endpoint=self._endpoint),
+        )
+
+    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
+        markup, rate = streaming_prosody(text)
+        if not markup:
+            return
+        settings: TTSSettings = self._settings
+        voice = texttospeech_v1.VoiceSelectionParams(language_code=str(settings.language), name=str(settings.voice))
+        config = texttospeech_v1.StreamingSynthesizeConfig(
+            voice=voice,
+            streaming_audio_config=texttospeech_v1.StreamingAudioConfig(
+                audio_encoding=texttospeech_v1.AudioEncoding.PCM,
+                sample_rate_hertz=self.sample_rate,
+                speaking_rate=rate,
+            ),
+        )
+
+        async def requests() -> AsyncIterator[texttospeech_v1.StreamingSynthesizeRequest]:
+            yield texttospeech_v1.StreamingSynthesizeRequest(streaming_config=config)
+            yield texttospeech_v1.StreamingSynthesizeRequest(
+                input=texttospeech_v1.StreamingSynthesisInput(markup=markup)
+            )
+
+        assert isinstance(self._client, texttospeech_v1.TextToSpeechAsyncClient)
+        chunk_bytes = max(2, int(self.sample_rate * CHUNK_S) * 2)
+        buffer = b""
+        stream: Any = None
+        try:
+            stream = await self._client.streaming_synthesize(requests())
+            # Usage counts what is heard, not the markup around it.
+            await self.start_tts_usage_metrics(read_segment(text).text)
+            async for response in stream:
+                buffer += response.audio_content
+                while len(buffer) >= chunk_bytes:
+                    await self.stop_ttfb_metrics()
+                    yield TTSAudioRawFrame(buffer[:chunk_bytes], self.sample_rate, 1, context_id=context_id)
+                    buffer = buffer[chunk_bytes:]
+        except Exception as exc:  # the stream's gRPC error, said once as the pipeline's error
+            yield ErrorFrame(error=f"Google streaming TTS failed: {exc}")
+            return
+        finally:
+            # An interrupted sentence (barge-in) cancels its stream instead of leaving it to run.
+            if stream is not None and hasattr(stream, "cancel"):
+                stream.cancel()
+        if buffer:
+            await self.stop_ttfb_metrics()
+            yield TTSAudioRawFrame(buffer, self.sample_rate, 1, context_id=context_id)
+
+
+class EndpointGoogleSTTService(GoogleSTTService):
+    """Pipecat's streaming Google STT, reached at `endpoint` when one is given."""
+
+    def __init__(self, *, endpoint: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if endpoint is None:
+            return
+        if is_loopback(endpoint):
+            channel = grpc.aio.insecure_channel(endpoint, options=_KEEPALIVE)
+            self._client = speech_v2.SpeechAsyncClient(transport=SpeechGrpcAsyncIOTransport(channel=channel))
+        else:
+            self._client = speech_v2.SpeechAsyncClient(
+                credentials=_credentials(kwargs.get("credentials"), kwargs.get("credentials_path")),
+                client_options=ClientOptions(api_endpoint=endpoint),
+            )
+
+
+def google_stt(
+    credentials_path: str, languages: Sequence[str], *, endpoint: str | None = None, **kwargs: Any
+) -> EndpointGoogleSTTService:
+    """Pipecat's streaming Google STT (v2) for the given BCP-47 codes (e.g. "en-US",
+    "id-ID"), at `endpoint` if given."""
     assert languages, "at least one language"
-    return GoogleSTTService(
+    return EndpointGoogleSTTService(
+        endpoint=endpoint,
         credentials_path=credentials_path,
         settings=GoogleSTTService.Settings(languages=[Language(code) for code in languages]),
+        **kwargs,
     )
+
+
+def _credentials(credentials: str | None, credentials_path: str | None) -> service_account.Credentials:
+    if credentials:
+        import json
+
+        account: service_account.Credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
+            json.loads(credentials)
+        )
+        return account
+    if credentials_path:
+        from_file: service_account.Credentials = service_account.Credentials.from_service_account_file(  # type: ignore[no-untyped-call]
+            credentials_path
+        )
+        return from_file
+    raise ValueError("a service account is needed to reach Google speech")
