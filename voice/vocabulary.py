@@ -122,9 +122,11 @@ def doubt(text: str, expected: Expected) -> str:
         pair = word + said[i + 1] if i + 1 < len(said) and said[i + 1] not in SMALL_WORDS else ""
         before = said[i - 1] + word if i and said[i - 1] not in SMALL_WORDS else ""
         for candidate in filter(None, (word, pair, before)):
-            near = [k for k in known if len(k) >= WORD_MIN and SequenceMatcher(None, candidate, k).ratio() >= NEAR_RATIO]
-            if near and candidate not in known:
-                return f"{candidate!r} near {near[0]!r}"
+            if candidate in known:
+                continue
+            for k in known:
+                if len(k) >= WORD_MIN and SequenceMatcher(None, candidate, k).ratio() >= NEAR_RATIO:
+                    return f"{candidate!r} near {k!r}"
     return ""
 
 

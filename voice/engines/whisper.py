@@ -441,10 +441,11 @@ class WhisperSTTService(SegmentedSTTService):
 
     def hear_narrowband(self) -> None:
         """This call's audio lost its upper band (a phone line): hear it short window first,
-        checked against the room's words (`transcribe_narrowband`), and without the room's names. On 8 kHz speech the names' prompt made Whisper
-        drop "on" from "turn on the bedroom light" (heard: "Turn the bedroom light.") in
-        every try, where it heard the request whole without it: a misheard name is asked
-        about, a dropped "on" is an action not taken (docs/sockets.md#voice-pipeline)."""
+        checked against the room's words (`transcribe_narrowband`), and without the room's
+        names. On 8 kHz speech the names' prompt made Whisper drop "on" from "turn on the
+        bedroom light" (heard: "Turn the bedroom light.") in every try, where it heard the
+        request whole without it: a misheard name is asked about, a dropped "on" is an action
+        not taken (docs/sockets.md#voice-pipeline)."""
         self._narrowband = True
         self.prompt = ""
 
