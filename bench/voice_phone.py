@@ -26,7 +26,9 @@ captions, so what the server heard and answered is read from its frame timeline
 (`bench.voice_server`'s observer, which also gives the stages of each turn).
 
 Levels, in this order so that the machine's drift touches both doors alike: speaker 1
-call, phone 1 call, speaker `--calls` simultaneous calls, phone the same. The target is
+call, phone 1 call, the same phone call heard as before issue 29's short window (every
+utterance through the 30 s window: `bench.voice_server`'s `FULL_WINDOW_TAG`), speaker
+`--calls` simultaneous calls, phone the same. The target is
 the phone's p50 at one call <= 1.2x the speaker's in the same run. `make bench` runs a short
 setting (`--utterances 6 --per-call 2`). Exit 1 only when a single call got fewer than half
 the replies asked for (the door is broken); simultaneous calls short of replies (a machine
