@@ -75,14 +75,16 @@ from voice.engines.whisper import (
     TINY_EN,
     Recogniser,
     decode_short,
+    fill_upper_band,
     set_models_dir,
     transcribe_full_window,
+    transcribe_narrowband,
     transcribe_pcm16,
     whisper_model,
 )
 from voice.phone_line import DBM0_FROM_DBFS, LineSignal
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
-from voice.vocabulary import room_prompt
+from voice.vocabulary import doubt, room_prompt, room_words
 
 RESULTS = Path(__file__).parent / "results"
 RATE = 16_000
@@ -92,7 +94,6 @@ TAIL_S = 0.5  # after it: the segment's padding after the VAD's stop
 TARGET_SPEAKING_WER = 0.05
 SHIFT_S = 0.2  # `--shifts`: the speech this much earlier and later in its segment
 FILL_DBFS = -60.0  # the faint noise above 4 kHz of the `fill` choices
-FILL_FROM_HZ = 3_900
 # `second look`: a short decode less sure than this (average log-probability; Whisper's own
 # threshold for decoding again) is heard again through the 30 s window.
 UNSURE_LOG_PROB = -1.0
@@ -190,19 +191,15 @@ async def people_clips() -> list[Clip]:
 
 
 def with_fill(pcm: bytes, dbfs: float = FILL_DBFS) -> bytes:
-    """Faint noise where the line left nothing (above FILL_FROM_HZ), seeded, at `dbfs`."""
+    """Faint noise where the line left nothing (above 3.9 kHz), seeded, at `dbfs` (the phone
+    door's own fill, `voice.engines.whisper.fill_upper_band`)."""
     samples = np.frombuffer(pcm, dtype="<i2").astype(np.float64) / 32768.0
-    noise = np.random.default_rng(0).standard_normal(len(samples))
-    spectrum = np.fft.rfft(noise)
-    spectrum[np.fft.rfftfreq(len(noise), 1 / RATE) < FILL_FROM_HZ] = 0
-    upper = np.fft.irfft(spectrum, len(noise))
-    upper *= 10 ** (dbfs / 20) / max(1e-12, float(np.sqrt(np.mean(upper**2))))
-    return bytes((np.clip(samples + upper, -1, 1) * 32767).astype("<i2").tobytes())
+    return bytes((fill_upper_band(samples, dbfs) * 32767).astype("<i2").tobytes())
 
 
 BASE_EN = Recogniser(model="base", language="en")
 Hear = Callable[[bytes], str]
-FULL = "full (30 s window; the phone door's)"
+FULL = "full (30 s window; the phone door's before issue 29's short window)"
 SECOND_LOOK = "short 15 + fill, the 30 s window when unsure"
 
 
@@ -212,8 +209,22 @@ def filled_second_look(pcm: bytes) -> str:
     return transcribe_full_window(pcm, TINY_EN) if avg_logprob < UNSURE_LOG_PROB else text
 
 
+SHORT_FIRST = "short 15 + fill, the 30 s window when unsure or not what the room expects (the phone door's)"
+EXPECTED = room_words()
+
+
+def short_first_unfilled(pcm: bytes) -> str:
+    """The short window without the fill, the 30 s window when unsure or not what the room expects."""
+    text, avg_logprob = decode_short(np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0, TINY_EN)
+    if avg_logprob < UNSURE_LOG_PROB or doubt(text, EXPECTED):
+        return transcribe_full_window(pcm, TINY_EN)
+    return text
+
+
 CHOICES: dict[str, Hear] = {
     FULL: lambda a: transcribe_full_window(a, TINY_EN),
+    SHORT_FIRST: lambda a: transcribe_narrowband(a, TINY_EN, expected=EXPECTED),
+    "short 15, the 30 s window when unsure or not what the room expects": short_first_unfilled,
     SECOND_LOOK: filled_second_look,
     "short 15 (the speaker door's)": lambda a: transcribe_pcm16(a, TINY_EN, min_window_s=15),
     "short 15 + fill -60 dBFS": lambda a: transcribe_pcm16(with_fill(a), TINY_EN, min_window_s=15),

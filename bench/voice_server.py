@@ -64,6 +64,7 @@ from pydantic import SecretStr
 from app.server import freeze_startup_heap, running
 from settings import Settings
 from voice import Engines
+from voice.engines.whisper import WhisperSTTService
 
 log = logging.getLogger("bench.voice_server")
 
@@ -145,12 +146,19 @@ class Timeline(BaseObserver):
             self._add(type(frame).__name__, data.timestamp, source, text)
 
 
+# A call tagged so (`bench.voice_phone`'s "before" level) is heard as phone calls were before
+# the short window came to them: every utterance through the 30 s window.
+FULL_WINDOW_TAG = "phone30-"
+
+
 def observed(engines: Engines, timelines: dict[str, list[dict[str, Any]]]) -> Engines:
     """The product's engines, with each call's pipeline watched by a `Timeline`."""
 
     def stt() -> STTService:
         service = engines.stt()
         tag = _call_tag.get() or f"untagged-{len(timelines)}"
+        if tag.startswith(FULL_WINDOW_TAG) and isinstance(service, WhisperSTTService):
+            service.expected = None  # the phone's hearing before issue 29's short window: the 30 s window only
         events = timelines.setdefault(tag, [])
 
         def attach(processor: FrameProcessor, _frame: Frame) -> None:

@@ -45,7 +45,7 @@ def offline_engines(
     """The offline engines and a line describing them for the startup log."""
     from voice.engines.espeak import EspeakTTSService
     from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir, set_workers
-    from voice.vocabulary import room_prompt
+    from voice.vocabulary import room_prompt, room_words
 
     if models_dir is not None:
         set_models_dir(models_dir)
@@ -76,7 +76,7 @@ def offline_engines(
 
     def hear_english() -> WhisperSTTService:
         # The room as it is when the call starts: a specialist installed since is named too.
-        return WhisperSTTService(prompt=room_prompt())
+        return WhisperSTTService(prompt=room_prompt(), expected=room_words())
 
     engines = Engines(
         stt=hear_english,

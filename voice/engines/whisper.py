@@ -26,16 +26,20 @@ through 10 or 12 s, phone-quality "bedroom light" became "bad room life" or "jaz
 "chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). The
 decoder is also capped at a length the audio could hold, and words that only repeat one
 phrase to the end are kept once. Utterances longer than the model's window take
-faster-whisper's own path, which splits them. So does a phone call's audio (8 kHz, its
-upper band gone): on it the short window flipped words ("bedroom light" -> "bedroom
-life") more often than on full-band speech, so a narrowband call keeps the 30 s window and
-its slower recognition (`hear_narrowband`). `bench.voice_narrowband` measures the choices on
-38 phone-line clips (BENCHMARKS.md, "The phone door"): the short window at 15, 20 or 24 s,
-with or without a faint fill of the empty upper band, and the multilingual base all misheard
-more words than the full window, so it stays. The fill with a second look through the 30 s
-window when the short decode was unsure misheard fewer words in all, but lost more of the
-device words a command needs ("bedroom" heard as "bad room"; tests/e2e/test_phone.py's
-light stayed off), so it is measured there and not used.
+faster-whisper's own path, which splits them.
+
+A phone call's audio (8 kHz, its upper band gone) flips more words through the short window
+than full-band speech ("bedroom light" -> "bad room light"), and the 30 s window costs about
+three times as much. So a narrowband call is heard through the short window first, with the
+empty band filled by a faint noise, and through the 30 s window again only when the short
+decode looks wrong: the decoder unsure of it, or its words not what the room expects (a
+command naming no device of the home, a word near a device's or a member's name but not it;
+`voice.vocabulary.doubt`). `bench.voice_narrowband` measured it against the 30 s window on
+162 phone-line clips: no more word errors and as many device words heard, at a third of the
+time per clip (BENCHMARKS.md, "Short window first"); without the check on the words the
+short window lost device words ("bedroom" heard as "bad room"; tests/e2e/test_phone.py's
+light stayed off), so the check is what makes it safe. A call without expected words (the
+Indonesian recogniser: never measured) keeps the 30 s window (`hear_narrowband`).
 
 A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
 which Whisper reads as the text said just before each utterance, on both paths; with it,
@@ -73,6 +77,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from voice.turn_end import Foresight
+from voice.vocabulary import Expected, doubt, zee_addressed
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -344,6 +349,45 @@ def transcribe_full_window(pcm: bytes, recogniser: Recogniser = TINY_EN, *, prom
     return _without_loops(" ".join(w for w in words if w))
 
 
+# A phone line's short decode is heard again through the 30 s window when the decoder was
+# this unsure of it (average log-probability; Whisper's own threshold for decoding again).
+UNSURE_LOG_PROB = -1.0
+# The line leaves nothing above 4 kHz, which Whisper (trained on full-band audio) never heard
+# as silence; a faint seeded noise from here up, at this level, is heard as a room's hiss
+# (BENCHMARKS.md: on its own it cut the short window's errors on the commands, 70 -> 52).
+FILL_FROM_HZ = 3_900
+FILL_DBFS = -60.0
+
+
+def fill_upper_band(samples: np.ndarray, dbfs: float = FILL_DBFS) -> np.ndarray:
+    """16 kHz samples (float, -1..1) with a faint noise above `FILL_FROM_HZ`, seeded (the same
+    audio is always heard the same way)."""
+    noise = np.random.default_rng(0).standard_normal(len(samples))
+    spectrum = np.fft.rfft(noise)
+    spectrum[np.fft.rfftfreq(len(noise), 1 / WHISPER_RATE) < FILL_FROM_HZ] = 0
+    upper = np.fft.irfft(spectrum, len(noise))
+    upper *= 10 ** (dbfs / 20) / max(1e-12, float(np.sqrt(np.mean(upper**2))))
+    return np.clip(samples + upper, -1, 1).astype(np.float32)
+
+
+def transcribe_narrowband(
+    pcm: bytes, recogniser: Recogniser = TINY_EN, *, prompt: str = "", expected: Expected | None = None
+) -> str:
+    """Blocking: a phone line's utterance through the short window (its empty upper band
+    filled), and through the 30 s window again only when the short decode looks wrong: the
+    decoder unsure of it, or its words not what the room expects (`voice.vocabulary.doubt`: a
+    command naming no device of the home, a word near a known one). A "See," that was "Zee,"
+    is written back (`zee_addressed`)."""
+    samples = _samples(pcm)
+    if len(samples) / WHISPER_RATE + 1 > FULL_WINDOW_S:
+        text = transcribe_full_window(pcm, recogniser, prompt=prompt)
+    else:
+        text, avg_logprob = decode_short(fill_upper_band(samples), recogniser, prompt_text=prompt)
+        if avg_logprob < UNSURE_LOG_PROB or (expected is not None and doubt(text, expected)):
+            text = transcribe_full_window(pcm, recogniser, prompt=prompt)
+    return zee_addressed(text, expected) if expected is not None else text
+
+
 def _rms(pcm: bytes) -> float:
     samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype=np.int16).astype(np.float64)
     return float(np.sqrt(np.mean(samples**2))) if len(samples) else 0.0
@@ -360,10 +404,15 @@ class _Speculation:
 class WhisperSTTService(SegmentedSTTService):
     """Pipecat STT: one finalized transcript per VAD-delimited utterance, offline."""
 
-    def __init__(self, *, recogniser: Recogniser = TINY_EN, prompt: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self, *, recogniser: Recogniser = TINY_EN, prompt: str = "", expected: Expected | None = None, **kwargs: Any
+    ) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
         self.recogniser = recogniser  # before the base asks for the service language
         self.prompt = prompt  # words to expect (voice/vocabulary.py), before every utterance
+        # The names and devices a phone line's short decode is checked against; without them
+        # (Indonesian: never measured) a phone line is heard through the 30 s window only.
+        self.expected = expected
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
         self._narrowband = False
@@ -387,15 +436,16 @@ class WhisperSTTService(SegmentedSTTService):
 
     @property
     def narrowband(self) -> bool:
-        """Whether this call is heard as a phone line (through the full window)."""
+        """Whether this call is heard as a phone line (`transcribe_narrowband`)."""
         return self._narrowband
 
     def hear_narrowband(self) -> None:
-        """This call's audio lost its upper band (a phone line): hear it through the full
-        window, and without the room's names. On 8 kHz speech the names' prompt made Whisper
-        drop "on" from "turn on the bedroom light" (heard: "Turn the bedroom light.") in
-        every try, where it heard the request whole without it: a misheard name is asked
-        about, a dropped "on" is an action not taken (docs/sockets.md#voice-pipeline)."""
+        """This call's audio lost its upper band (a phone line): hear it short window first,
+        checked against the room's words (`transcribe_narrowband`), and without the room's
+        names. On 8 kHz speech the names' prompt made Whisper drop "on" from "turn on the
+        bedroom light" (heard: "Turn the bedroom light.") in every try, where it heard the
+        request whole without it: a misheard name is asked about, a dropped "on" is an action
+        not taken (docs/sockets.md#voice-pipeline)."""
         self._narrowband = True
         self.prompt = ""
 
@@ -414,6 +464,10 @@ class WhisperSTTService(SegmentedSTTService):
         _running += 1
         try:
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                if self._narrowband and self.expected is not None:
+                    return await asyncio.to_thread(
+                        transcribe_narrowband, audio, self.recogniser, prompt=self.prompt, expected=self.expected
+                    )
                 transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
                 return await asyncio.to_thread(transcribe, audio, self.recogniser, prompt=self.prompt)
         finally:
