@@ -284,8 +284,14 @@ class GivingWay:
         self._idle = asyncio.Event()  # the same, the loop's view
         self._idle.set()
         self.finished = False
+        self.waiting = False  # the loading thread is stopped for a request right now
         self.stops = 0
         self.stopped_s = 0.0
+
+    @property
+    def in_flight(self) -> int:
+        """Text requests being answered that the loading gives way to."""
+        return self._in_flight
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -320,7 +326,9 @@ class GivingWay:
         if self._left_s <= 0 or self._quiet.is_set():
             return
         at = time.monotonic()
+        self.waiting = True
         self._quiet.wait(min(self._wait_s, self._left_s))
+        self.waiting = False
         spent = time.monotonic() - at
         self._left_s -= spent
         self.stops += 1

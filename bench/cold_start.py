@@ -80,8 +80,11 @@ async def _call_answered(port: int, token: str, clip: Any, tag: str) -> tuple[fl
     # person waits on a warm server, before it counts as unanswered.
     voice_latency.REPLY_TIMEOUT_S = max(voice_latency.REPLY_TIMEOUT_S, 60.0)
     at = time.monotonic()
-    async with voice_call(port, token, tag, []) as call:
-        turn = await call.turn(clip)
+    try:
+        async with voice_call(port, token, tag, [], open_timeout_s=voice_latency.REPLY_TIMEOUT_S) as call:
+            turn = await call.turn(clip)
+    except (OSError, TimeoutError) as exc:  # its socket did not open in time: unanswered
+        raise BenchFailed(f"call {tag} could not connect: {exc!r}") from exc
     if turn.problem or not turn.answered or turn.first_loud_at is None:
         raise BenchFailed(f"call {tag} got no right reply: {turn.problem or turn.replies} (heard {turn.heard!r})")
     return turn.first_loud_at - at, turn.first_loud_at - turn.ended_at
