@@ -299,23 +299,17 @@ async def freeze_startup_heap(services: Services) -> None:
     frozen are never collected even when they become garbage, which is what startup's are
     not, but a test process building many servers would keep each one's cycles."""
     preload = services.preload
-    later = services.voice_later
-    if later is not None:
+    if services.voice_later is not None:
         # The call doors are still being built: one pass once they are, not one now, which
         # would run before the server listens and delay its /readyz (bench/cold_start.py).
-        await later.ready.wait()
-        preload = later.preload
-        await later.giving_way.quiet_moment()  # a pass holds the loop: not under a text turn
+        await services.voice_later.ready.wait()
+        preload = services.voice_later.preload
     gc.collect()
     gc.freeze()
     if preload is not None:
         await asyncio.to_thread(preload.join, PRELOAD_JOIN_S)
-        if later is not None:
-            await later.giving_way.quiet_moment()
         gc.collect()
         gc.freeze()
-    if later is not None:
-        later.giving_way.finish()
 
 
 def build_retention(settings: Settings, pool: asyncpg.Pool, reminders: ReminderParts) -> Retention:
@@ -604,13 +598,7 @@ def serve_app(services: Services) -> FastAPI:
     if later is None:
         add_doors(app, *_call_doors(services.voice))
         return app
-    app.add_middleware(
-        DoorsStarting,
-        ready=later.ready,
-        open_=lambda: later.doors is not None,
-        serving=later.giving_way.serving,
-        hurry=later.giving_way.hurry,
-    )
+    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None)
     later.start(
         lambda stack: build_voice(
             settings,

@@ -15,11 +15,7 @@ import json
 import logging
 import sys
 import threading
-import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from importlib.abc import MetaPathFinder
-from importlib.machinery import ModuleSpec
-from types import ModuleType
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -43,11 +39,6 @@ _CALLS_END_S = 10.0
 # The interpreter's switch interval while voice loads in a thread beside the serving loop
 # (VoiceLater): the longest a woken loop waits for the loading thread to let go.
 _LOADING_SWITCH_S = 0.0005
-# While the doors load, the loading thread stops for text requests being answered
-# (GivingWay): one stop lasts at most this long, all of a start's stops together at most
-# _GIVE_WAY_TOTAL_S, so the doors come at most that much later under steady text.
-_GIVE_WAY_WAIT_S = 0.25
-_GIVE_WAY_TOTAL_S = 3.0
 
 
 def choose_engines(
@@ -256,123 +247,6 @@ def hear_calls_elsewhere(
     stack.push_async_callback(cancel)
 
 
-class GivingWay:
-    """Text requests being answered while the call doors load, and the loading's stops for them.
-
-    Why: measured in bench/cold_start.py, a text turn answered while voice loaded beside it
-    took 5-20 times its time on a server whose doors had not begun loading (load average
-    15), and about 1.5x on a quiet machine: importing voice holds the interpreter's lock
-    for most of its work and keeps a core busy, so the loop gets half of both. The first
-    request of a woken instance is exactly such a turn. So the loading thread stops before
-    each module it imports while a text request is in flight (a module at a time: never
-    halfway through one), and the loop's own parts of loading (building the doors, the
-    collector's pass over the startup heap) wait for a moment without one.
-
-    Bounded, so nothing waits on it for long: one stop ends after `wait_s` even while the
-    request goes on (a long one; or one importing, for the first time, a module the
-    loading thread is halfway through, each waiting on the other), all stops of a start
-    together after `total_s`, and a call waiting for the doors ends them at once
-    (`hurry`): a caller waits for the doors, a text turn does not. Live-event streams
-    (hours long) are not counted (docs/scaling.md#cold-start)."""
-
-    def __init__(self, *, wait_s: float = _GIVE_WAY_WAIT_S, total_s: float = _GIVE_WAY_TOTAL_S) -> None:
-        self._wait_s = wait_s
-        self._left_s = total_s
-        self._in_flight = 0
-        self._quiet = threading.Event()  # no text request in flight: the loading thread's view
-        self._quiet.set()
-        self._idle = asyncio.Event()  # the same, the loop's view
-        self._idle.set()
-        self.finished = False
-        self.waiting = False  # the loading thread is stopped for a request right now
-        self.stops = 0
-        self.stopped_s = 0.0
-
-    @property
-    def in_flight(self) -> int:
-        """Text requests being answered that the loading gives way to."""
-        return self._in_flight
-
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[None]:
-        """Around a text request (on the loop): the loading gives way while it runs."""
-        if self.finished:
-            yield
-            return
-        self._in_flight += 1
-        self._quiet.clear()
-        self._idle.clear()
-        try:
-            yield
-        finally:
-            self._in_flight -= 1
-            if self._in_flight == 0:
-                self._quiet.set()
-                self._idle.set()
-
-    def hurry(self) -> None:
-        """A call waits for the doors: no more stops."""
-        self._left_s = 0.0
-        self._quiet.set()
-        self._idle.set()
-
-    def finish(self) -> None:
-        """Loading is over: requests are no longer counted."""
-        self.finished = True
-        self.hurry()
-
-    def stop(self) -> None:
-        """In the loading thread: wait while a text request is in flight, within the bounds."""
-        if self._left_s <= 0 or self._quiet.is_set():
-            return
-        at = time.monotonic()
-        self.waiting = True
-        self._quiet.wait(min(self._wait_s, self._left_s))
-        self.waiting = False
-        spent = time.monotonic() - at
-        self._left_s -= spent
-        self.stops += 1
-        self.stopped_s += spent
-
-    async def quiet_moment(self) -> None:
-        """On the loop, before loading work that holds it: wait for no text request in
-        flight, within the bounds."""
-        if self._left_s <= 0 or self._idle.is_set():
-            return
-        at = time.monotonic()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(min(self._wait_s, self._left_s)):
-                await self._idle.wait()
-        self._left_s -= time.monotonic() - at
-
-
-class _StopBeforeEachImport(MetaPathFinder):
-    """First on `sys.meta_path` while voice loads: in the loading thread, `stop` runs before
-    each module is looked for (then the usual finders find it); other threads pass."""
-
-    def __init__(self, thread: int, stop: Callable[[], None]) -> None:
-        self._thread = thread
-        self._stop = stop
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if threading.get_ident() == self._thread:
-            self._stop()
-        return None
-
-
-def import_giving_way(name: str, giving_way: GivingWay) -> None:
-    """Import `name` (in a worker thread), stopping before each module it brings in while
-    `giving_way` says a text request is being answered."""
-    finder = _StopBeforeEachImport(threading.get_ident(), giving_way.stop)
-    sys.meta_path.insert(0, finder)
-    try:
-        importlib.import_module(name)
-    finally:
-        sys.meta_path.remove(finder)
-
-
 class VoiceLater:
     """The call doors built while the server already serves text (`avagenc serve`).
 
@@ -388,8 +262,7 @@ class VoiceLater:
     The import begins once the server listens (`serving`, set by the root): begun earlier,
     it took the interpreter's lock from the server's own start half the time. While it
     runs, the interpreter hands its lock over every `_LOADING_SWITCH_S` instead of 5 ms, so
-    a text turn waking on the loop waits that long for it, not 5 ms per wake-up, and the
-    loading gives way to text requests being answered (`giving_way`, GivingWay)
+    a text turn waking on the loop waits that long for it, not 5 ms per wake-up
     (docs/scaling.md#cold-start)."""
 
     def __init__(self) -> None:
@@ -398,7 +271,6 @@ class VoiceLater:
         self.doors: VoiceDoors | None = None
         self.speech = "loading in the background"
         self.preload: threading.Thread | None = None
-        self.giving_way = GivingWay()
         self._stack = contextlib.AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
 
@@ -412,18 +284,11 @@ class VoiceLater:
             switch_s = sys.getswitchinterval()
             sys.setswitchinterval(min(switch_s, _LOADING_SWITCH_S))
             try:
-                # The slow part, off the loop.
-                await asyncio.to_thread(import_giving_way, "voice", self.giving_way)
-                await self.giving_way.quiet_moment()  # building the doors holds the loop
+                await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
                 doors, self.speech, self.preload = build(self._stack)
                 attach(doors)
                 self.doors = doors
-                log.info(
-                    "voice doors ready: speech=%s, gave way to text %d times, %.0f ms",
-                    self.speech,
-                    self.giving_way.stops,
-                    self.giving_way.stopped_s * 1000,
-                )
+                log.info("voice doors ready: speech=%s", self.speech)
             except Exception:
                 self.speech = "unavailable"
                 log.exception("the call doors could not be built; text goes on")

@@ -6,16 +6,11 @@ one of them waits here for them instead of meeting a 404: a call placed in the f
 seconds of an instance's life is answered late, never refused. Should the doors not come
 (they failed to build, or take longer than `wait_s`), the caller is told to retry: 503
 `voice_starting` over HTTP, close code 1013 (try again later) on a socket.
-
-It also tells the loading which requests are text being answered (`serving`), so that
-it gives way to them, and when a call is waiting for it (`hurry`), so that it stops
-giving way (app.voice.GivingWay, docs/scaling.md#cold-start).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 
 from fastapi import APIRouter, FastAPI
@@ -31,16 +26,9 @@ DOORS_WAIT_S = 60.0
 _TRY_AGAIN_LATER = 1013
 
 
-def _streams(scope: Scope) -> bool:
-    """Whether an HTTP request asks for a live-event stream (open for hours, not a turn)."""
-    return any(name == b"accept" and b"text/event-stream" in value for name, value in scope["headers"])
-
-
 class DoorsStarting:
     """ASGI middleware: a request under `prefix` waits until `ready` is set, then goes on to
-    the app if `open_()` says the doors are there, else is told to retry. Any other HTTP
-    request (a live-event stream aside) is answered inside `serving()`; a call that finds
-    the doors not open calls `hurry()` first."""
+    the app if `open_()` says the doors are there, else is told to retry."""
 
     def __init__(
         self,
@@ -50,24 +38,15 @@ class DoorsStarting:
         open_: Callable[[], bool],
         prefix: str = DOORS_PREFIX,
         wait_s: float = DOORS_WAIT_S,
-        serving: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
-        hurry: Callable[[], None] = lambda: None,
     ) -> None:
         self.app = app
         self._ready = ready
         self._open = open_
         self._prefix = prefix
         self._wait_s = wait_s
-        self._serving = serving
-        self._hurry = hurry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(self._prefix) and not _streams(scope):
-            with self._serving():
-                await self.app(scope, receive, send)
-            return
         if scope["type"] in ("http", "websocket") and scope["path"].startswith(self._prefix) and not self._open():
-            self._hurry()
             try:
                 async with asyncio.timeout(self._wait_s):
                     await self._ready.wait()
