@@ -14,7 +14,13 @@ PostgreSQL unless DATABASE_URL is set. Callers speak the partner speaker protoco
    hear the reply, hang up); after each, the server collects its garbage and the driver
    reads its memory. Reported: the slope of resident memory after the warm-up
    (`--warm-up` calls) in MB per 100 calls, and the live asyncio tasks, tracked objects,
-   open file descriptors and threads before and after.
+   open file descriptors and threads before and after. For a long run (1,000 calls),
+   `--at-once K` makes K calls at a time, each by a person of its own, `--short` hangs up
+   as soon as the reply's words have been captioned and its audio has begun (every call
+   still has to be answered with the right words), and `--sample-every N` measures after
+   every N calls (the calls in flight finish first, so nothing is open when it measures);
+   the slope is then fitted against the calls made, over the whole run after the warm-up
+   and over its last half.
 3. **Thread growth on a call.** Rows the person gains in every table keyed by person (the
    thread, runs, call records, live events …) per spoken turn, against a text turn with the
    same words in the same run.
@@ -27,6 +33,8 @@ shared machine's load makes them slower to get, not different.
 
     .venv/bin/python -m bench.call_memory [--calls 8 --sequence 40]   # ~4 min
     .venv/bin/python -m bench.call_memory --quick                     # ~1-2 min, `make bench`
+    .venv/bin/python -m bench.call_memory --calls 1 --sequence 1000 --warm-up 100 \
+        --at-once 4 --short --sample-every 50                         # ~30-40 min, the leak check
 
 Exits 0 when every call was answered, 1 when a call got no reply (or a wrong one) or the
 server would not start: the figures would not be honest then.
@@ -41,6 +49,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -52,11 +61,12 @@ from typing import Any
 
 import asyncpg
 import httpx
+from websockets.exceptions import ConnectionClosed
 
 from bench.databases import migrated
 from bench.report import kept
 from bench.servers import BenchFailed, environment, free_port, log_tail, postgres, started, until_ready
-from bench.voice_latency import Clip, make_clip, voice_call
+from bench.voice_latency import REPLY_TIMEOUT_S, SILENT_RMS, Clip, Turn, VoiceCall, make_clip, read_turn, voice_call
 
 # Requests the offline model answers, with words its reply must contain; on and off in turn,
 # so the home ends each pair as it began and every call does the same work.
@@ -66,6 +76,10 @@ REQUESTS: tuple[tuple[str, str], ...] = (
 )
 PROBE_TIMEOUT_S = 30.0
 SETTLE_S = 1.0  # after a hang-up, for the server to close the call before it is measured
+STAGGER_S = 1.0  # the leak check's simultaneous callers start this far apart
+REFUSED_MAX = 30  # a call refused while the person's last one closes: placed again this often
+REFUSED_PAUSE_S = 1.0
+REFUSED = [0]  # calls placed again after such a refusal, in the run
 
 
 # --- the server's side: a probe, then `avagenc serve` ------------------------------------
@@ -118,6 +132,8 @@ def _proc(pid: int) -> dict[str, float]:
         elif key == "Threads":
             status[key] = int(value)
     status["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    status["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
     return status
 
 
@@ -204,15 +220,15 @@ async def rows_of(database_url: str, person_id: str) -> dict[str, int]:
         await conn.close()
 
 
-def slope_per_100(values: list[float]) -> float:
-    """Least-squares slope of `values` against their index, per 100 steps."""
-    if len(values) < 2:
+def slope_per_100(points: list[tuple[int, float]]) -> float:
+    """Least-squares slope of the values against the calls made, per 100 calls."""
+    if len(points) < 2:
         return float("nan")
-    xs = range(len(values))
-    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(values)
-    cov = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, values, strict=True))
+    xs, ys = [float(x) for x, _ in points], [y for _, y in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    cov = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
     var = sum((x - mean_x) ** 2 for x in xs)
-    return cov / var * 100
+    return cov / var * 100 if var else float("nan")
 
 
 def levels_up_to(calls: int) -> list[int]:
@@ -245,15 +261,117 @@ async def per_call_memory(
 
 async def leak(
     port: int, client: httpx.AsyncClient, server: Server, clips: list[Clip], count: int, failures: Failures
-) -> list[dict[str, Any]]:
+) -> list[tuple[int, dict[str, Any]]]:
     """`count` calls in sequence by one person; the server sampled after each hang-up."""
     _, token = await sign_in(client, "Leak caller")
-    samples = [await server.sample()]
+    samples = [(0, await server.sample())]
     for n in range(count):
         async with voice_call(port, token, f"seq-{n}", []) as call:
             failures.check(f"call {n + 1} in sequence", await call.turn(clips[n % len(clips)]))
         await asyncio.sleep(SETTLE_S)
-        samples.append(await server.sample())
+        samples.append((n + 1, await server.sample()))
+    return samples
+
+
+async def short_turn(call: VoiceCall, clip: Clip, timeout_s: float) -> Turn:
+    """Say `clip` and wait only until the reply's words are captioned and its audio has
+    begun: enough to know the call was answered right, and the hang-up that follows cuts
+    Ava off mid-sentence (a path every call's teardown has to survive too)."""
+    mark = len(call.heard)
+    started, ended = await call.say(clip)
+    turn = Turn(call.tag, clip, started, ended)
+    deadline = ended + timeout_s
+    while True:
+        await asyncio.sleep(0.02)
+        since = call.heard[mark:]
+        loud = any(h.audio is not None and h.at > ended and h.rms > SILENT_RMS for h in since)
+        said = " ".join(
+            str(h.event.get("text", ""))
+            for h in since
+            if h.event is not None and h.event.get("type") == "transcript" and h.event.get("role") == "assistant"
+        )
+        if loud and clip.expected in said.lower():
+            break
+        if call.ws.close_code is not None:
+            turn.problem = f"closed {call.ws.close_code}"
+            break
+        if time.monotonic() > deadline:
+            turn.problem = "no reply" if not loud else None  # a reply without the words: wrong
+            break
+    read_turn(turn, call.heard[mark:])
+    return turn
+
+
+async def placed(port: int, token: str, tag: str, clip: Clip, args: argparse.Namespace) -> Turn:
+    """One call of the leak check. A person's next call may come before the server has
+    closed their last one (a loaded machine closes slowly) and be refused as a call in
+    progress, as it should: that one is placed again, after a pause, up to REFUSED_MAX times."""
+    for attempt in range(REFUSED_MAX + 1):
+        try:
+            async with voice_call(port, token, tag, []) as call:
+                return await (short_turn(call, clip, args.reply_timeout) if args.short else call.turn(clip))
+        except BenchFailed as exc:
+            if "call_in_progress" not in str(exc) or attempt == REFUSED_MAX:
+                raise
+            REFUSED[0] += 1
+            await asyncio.sleep(REFUSED_PAUSE_S)
+    raise AssertionError("unreachable")
+
+
+async def leak_at_once(
+    port: int, client: httpx.AsyncClient, server: Server, clips: list[Clip], args: argparse.Namespace,
+    failures: Failures,
+) -> list[tuple[int, dict[str, Any]]]:  # fmt: skip
+    """`args.sequence` calls, `args.at_once` at a time (each worker a person of its own,
+    its calls one after another); the server sampled before, after the warm-up and after
+    every `args.sample_every` calls, once the calls in flight have hung up."""
+    tokens = [(await sign_in(client, f"Leak caller {n}"))[1] for n in range(args.at_once)]
+    count, every = args.sequence, args.sample_every
+    points = sorted({args.warm_up, *range(every, count, every), count} - {0})
+    samples = [(0, await server.sample())]
+    made = 0
+    own = [0] * args.at_once  # each person's calls: the light goes on, off, on ... in them
+    started = time.monotonic()
+
+    async def worker(index: int, until: int) -> None:
+        nonlocal made
+        await asyncio.sleep(index * STAGGER_S)  # not all at once: their speech would queue for Whisper together
+        while made < until:
+            n = made
+            made += 1
+            clip = clips[own[index] % len(clips)]
+            own[index] += 1
+            failed = len(failures.lines)
+            try:
+                turn = await placed(port, tokens[index], f"leak-{n}", clip, args)
+            except (BenchFailed, OSError, ConnectionClosed) as exc:  # refused or cut off: counted, not fatal
+                failures.lines.append(f"call {n + 1} (leak-{n}): {exc!r}"[:300])
+                print(f"  {failures.lines[-1]}", file=sys.stderr, flush=True)
+                continue
+            failures.check(f"call {n + 1} (leak-{n})", turn)
+            if len(failures.lines) > failed:
+                print(f"  {failures.lines[-1]}", file=sys.stderr, flush=True)
+            if len(failures.lines) > max(10, count // 10):
+                raise BenchFailed(f"{len(failures.lines)} of {made} calls unanswered: {failures.lines[-1]}")
+
+    for until in points:
+        if args.max_minutes and time.monotonic() - started > args.max_minutes * 60:
+            print(f"  stopped after {made} calls: --max-minutes {args.max_minutes} passed", file=sys.stderr)
+            break
+        await asyncio.gather(*(worker(i, until) for i in range(args.at_once)))
+        await asyncio.sleep(SETTLE_S)
+        done, before = samples[-1]
+        samples.append((made, await server.sample()))
+        elapsed = time.monotonic() - started
+        cpu = (samples[-1][1]["cpu_s"] - before["cpu_s"]) / max(1, made - done)
+        print(
+            f"  {made} calls, {elapsed:.0f} s, server CPU {cpu:.2f} s per call,"
+            f" unanswered so far {len(failures.lines)} (placed again {REFUSED[0]}), {_mb(samples[-1][1])},"
+            f" objects {samples[-1][1]['objects']}, tasks {samples[-1][1]['tasks']}, fds {samples[-1][1]['fds']:.0f},"
+            f" threads {samples[-1][1]['Threads']:.0f}, load {os.getloadavg()[0]:.1f}",
+            file=sys.stderr,
+            flush=True,
+        )
     return samples
 
 
@@ -305,9 +423,10 @@ def _mb(sample: dict[str, Any]) -> str:
 def report(
     idle: dict[str, Any],
     held: list[tuple[int, dict[str, Any]]],
-    sequence: list[dict[str, Any]],
+    sequence: list[tuple[int, dict[str, Any]]],
     warm_up: int,
     rows: dict[str, dict[str, float]],
+    how: str,
 ) -> list[str]:
     lines = ["per-call memory (server process, after its gc.collect()):"]
     lines.append(f"  idle after a warm-up call: {_mb(idle)}, threads {idle['Threads']:.0f}, fds {idle['fds']:.0f}")
@@ -323,32 +442,39 @@ def report(
         mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
         fit = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum((x - mean_x) ** 2 for x in xs)
         lines.append(f"  fitted over the levels: {fit:.2f} MB per call open")
-    rss = [s["VmRSS"] for s in sequence]
-    anon = [s["RssAnon"] for s in sequence]
-    after_warm = rss[warm_up:]
-    first, last = sequence[0], sequence[-1]
-    calls = len(sequence) - 1
-    lines.append(f"leak: {calls} calls in sequence (one person, connect, one request, reply, hang up):")
+
+    def of(key: str, since: int = 0) -> list[tuple[int, float]]:
+        return [(n, float(sample[key])) for n, sample in sequence if n >= since]
+
+    at_warm = next(sample for n, sample in sequence if n >= warm_up)
+    (_, first), (calls, last) = sequence[0], sequence[-1]
+    lines.append(f"leak: {calls} calls ({how}):")
     lines.append(
-        f"  RSS before {rss[0]:.1f} MB, after call {warm_up} {rss[warm_up]:.1f} MB, at the end {rss[-1]:.1f} MB"
+        f"  RSS before {first['VmRSS']:.1f} MB, after call {warm_up} {at_warm['VmRSS']:.1f} MB,"
+        f" at the end {last['VmRSS']:.1f} MB"
     )
-    lines.append("  RSS after each call, MB: " + " ".join(f"{v:.0f}" for v in rss[1:]))
-    lines.append("  tracked objects after each call: " + " ".join(str(s["objects"]) for s in sequence[1:]))
+    lines.append("  RSS after calls, MB: " + " ".join(f"{n}:{s['VmRSS']:.0f}" for n, s in sequence[1:]))
+    lines.append("  tracked objects after calls: " + " ".join(f"{n}:{s['objects']}" for n, s in sequence[1:]))
     lines.append(
-        f"  slope after the first {warm_up} calls: RSS {slope_per_100(after_warm):+.2f} MB per 100 calls,"
-        f" anon {slope_per_100(anon[warm_up:]):+.2f} MB per 100 calls;"
-        f" tracked objects {slope_per_100([float(s['objects']) for s in sequence[warm_up:]]):+.0f} per 100 calls"
+        f"  slope after the first {warm_up} calls: RSS {slope_per_100(of('VmRSS', warm_up)):+.2f} MB per 100 calls,"
+        f" anon {slope_per_100(of('RssAnon', warm_up)):+.2f} MB per 100 calls;"
+        f" tracked objects {slope_per_100(of('objects', warm_up)):+.0f} per 100 calls"
     )
-    half = len(rss) // 2
-    late = slope_per_100(rss[half:])
-    lines.append(f"  slope over the last half (calls {half}-{calls}): RSS {late:+.2f} MB per 100 calls")
+    half = calls // 2
+    lines.append(
+        f"  slope over the last half (calls {half}-{calls}): RSS {slope_per_100(of('VmRSS', half)):+.2f} MB,"
+        f" anon {slope_per_100(of('RssAnon', half)):+.2f} MB,"
+        f" tracked objects {slope_per_100(of('objects', half)):+.0f},"
+        f" tasks {slope_per_100(of('tasks', half)):+.2f}, fds {slope_per_100(of('fds', half)):+.2f},"
+        f" threads {slope_per_100(of('Threads', half)):+.2f} per 100 calls"
+    )
     for key in ("tasks", "objects", "fds", "Threads"):
-        lines.append(f"  {key:8} before {first[key]:>8,.0f}   after warm-up {sequence[warm_up][key]:>8,.0f}"
+        lines.append(f"  {key:8} before {first[key]:>8,.0f}   after warm-up {at_warm[key]:>8,.0f}"
                      f"   at the end {last[key]:>8,.0f}")  # fmt: skip
     if last["tasks"] != first["tasks"]:
         lines.append(f"  tasks at the end by coroutine: {last['task_kinds']}")
     grown = collections.Counter(last["types"])
-    grown.subtract(sequence[warm_up]["types"])
+    grown.subtract(at_warm["types"])
     top = [f"{name} {n:+d}" for name, n in grown.most_common(8) if n > 0]
     if top:
         lines.append(f"  tracked objects grown since the warm-up, by type: {', '.join(top)}")
@@ -378,7 +504,10 @@ async def run(args: argparse.Namespace) -> int:
                 phases["calls held open"] = time.perf_counter() - at
                 await asyncio.sleep(SETTLE_S)
                 at = time.perf_counter()
-                sequence = await leak(port, client, server, clips, args.sequence, failures)
+                if args.at_once > 1 or args.short or args.sample_every > 1:
+                    sequence = await leak_at_once(port, client, server, clips, args, failures)
+                else:
+                    sequence = await leak(port, client, server, clips, args.sequence, failures)
                 phases["calls in sequence"] = time.perf_counter() - at
                 load = max(load, os.getloadavg()[0])
                 at = time.perf_counter()
@@ -387,6 +516,9 @@ async def run(args: argparse.Namespace) -> int:
             except BaseException:
                 print(f"the server's log, last lines:\n{log_tail(log_path)}", file=sys.stderr)
                 raise
+            finally:
+                if args.server_log is not None:
+                    shutil.copyfile(log_path, args.server_log)
         load = max(load, os.getloadavg()[0])
     voice = os.environ.get("VOICE_TTS", "neural")
     print(
@@ -395,7 +527,20 @@ async def run(args: argparse.Namespace) -> int:
     )
     print("  took " + ", ".join(f"{name} {s:.0f} s" for name, s in phases.items()))
     print(f"  at /readyz (doors built, before any call): {_mb(ready)}")
-    for line in report(idle, held, sequence, min(args.warm_up, args.sequence - 1), rows):
+    how = (
+        f"{args.at_once} at a time, each by a person of its own" if args.at_once > 1 else "in sequence, one person"
+    ) + (
+        ": connect, one request, hang up once the reply's words and audio arrive"
+        if args.short
+        else ": connect, one request, the reply heard, hang up"
+    )
+    if args.sample_every > 1:
+        how += f"; measured after every {args.sample_every}"
+    print(
+        f"  calls unanswered or answered wrong: {len(failures.lines)};"
+        f" placed again after a refusal while the person's last call closed: {REFUSED[0]}"
+    )
+    for line in report(idle, held, sequence, min(args.warm_up, args.sequence - 1), rows, how):
         print(line)
     if failures.lines:
         print(f"{len(failures.lines)} turns got no reply or the wrong one:", file=sys.stderr)
@@ -411,7 +556,17 @@ def main() -> None:
     parser.add_argument("--sequence", type=int, default=40, help="calls one after another (the leak check)")
     parser.add_argument("--warm-up", type=int, default=5, help="calls in sequence left out of the slope")
     parser.add_argument("--turns", type=int, default=3, help="spoken turns in the thread-growth call (>= 2)")
+    parser.add_argument("--at-once", type=int, default=1, help="leak check: calls made at a time (a person each)")
+    parser.add_argument("--short", action="store_true", help="leak check: hang up as the reply begins")
+    parser.add_argument(
+        "--reply-timeout", type=float, default=REPLY_TIMEOUT_S, help="--short: seconds a reply may take to begin"
+    )
+    parser.add_argument(
+        "--max-minutes", type=float, default=0.0, help="leak check: make no more calls after this (0: no bound)"
+    )
+    parser.add_argument("--sample-every", type=int, default=1, help="leak check: measure after every N calls")
     parser.add_argument("--quick", action="store_true", help="2 calls at once, 4 in sequence (~2 min)")
+    parser.add_argument("--server-log", type=Path, help="keep a copy of the server's log here")
     parser.add_argument("--serve-with-probe", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_with_probe is not None:
@@ -421,6 +576,8 @@ def main() -> None:
         args.calls, args.sequence, args.warm_up, args.turns = 2, 4, 1, 2
     if args.calls < 1 or args.sequence < 2 or args.turns < 2:
         parser.error("--calls must be at least 1, --sequence and --turns at least 2")
+    if not 1 <= args.at_once <= 8 or args.sample_every < 1:
+        parser.error("--at-once must be 1-8 (the server holds 16 calls), --sample-every at least 1")
     try:
         with kept("call_memory"):
             status = asyncio.run(run(args))

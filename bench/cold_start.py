@@ -18,11 +18,16 @@ and `source`, compiling every module it imports at every start, as the image did
 (PYTHONDONTWRITEBYTECODE and no compiled files). The compiled cache is this run's own
 (PYTHONPYCACHEPREFIX in its temporary folder), written by a first start not measured.
 
+`--against REF` alternates this tree with another commit of it instead (both compiled):
+REF's tree is exported with `git archive` into the run's temporary folder and served from
+there, so a change and its baseline meet the same moments of a shared machine's load.
+`--warm-turns N` posts N warm turns after the first (the median is the warm figure).
+
 `--importtime` runs one more (compiled) start under `python -X importtime` and prints the
 packages that cost the most to import (own time summed by top-level package), which is
 where the start's time goes before any socket is opened.
 
-    .venv/bin/python -m bench.cold_start [--runs 5] [--calls] [--importtime]
+    .venv/bin/python -m bench.cold_start [--runs 5] [--calls] [--importtime] [--against main]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import contextlib
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +51,7 @@ import psutil
 
 from bench.databases import migrated
 from bench.report import kept
-from bench.servers import BenchFailed, environment, free_port, postgres, started, until_ready
+from bench.servers import ROOT, BenchFailed, environment, free_port, postgres, started, until_ready
 
 
 async def _prepare(admin_url: str) -> str:
@@ -74,8 +80,11 @@ async def _call_answered(port: int, token: str, clip: Any, tag: str) -> tuple[fl
     # person waits on a warm server, before it counts as unanswered.
     voice_latency.REPLY_TIMEOUT_S = max(voice_latency.REPLY_TIMEOUT_S, 60.0)
     at = time.monotonic()
-    async with voice_call(port, token, tag, []) as call:
-        turn = await call.turn(clip)
+    try:
+        async with voice_call(port, token, tag, [], open_timeout_s=voice_latency.REPLY_TIMEOUT_S) as call:
+            turn = await call.turn(clip)
+    except (OSError, TimeoutError) as exc:  # its socket did not open in time: unanswered
+        raise BenchFailed(f"call {tag} could not connect: {exc!r}") from exc
     if turn.problem or not turn.answered or turn.first_loud_at is None:
         raise BenchFailed(f"call {tag} got no right reply: {turn.problem or turn.replies} (heard {turn.heard!r})")
     return turn.first_loud_at - at, turn.first_loud_at - turn.ended_at
@@ -88,6 +97,8 @@ async def _one_start(
     compiled: bool = True,
     importtime: Path | None = None,
     clips: tuple[Any, Any] | None = None,
+    tree: Path = ROOT,
+    warm_turns: int = 1,
 ) -> dict[str, float]:
     """One cold start: seconds to ready, to the first turn's answer and a warm turn's, and
     (given `clips` to say, one a call) the first call's and a warm call's."""
@@ -100,7 +111,11 @@ async def _one_start(
     started_at = time.perf_counter()
     async with (
         started(
-            [sys.executable, *flags, "-m", "cli", "serve"], log_path=log_path, env=env, stderr_path=importtime
+            [sys.executable, *flags, "-m", "cli", "serve"],
+            log_path=log_path,
+            env=env,
+            stderr_path=importtime,
+            cwd=tree,
         ) as process,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
     ):
@@ -116,12 +131,14 @@ async def _one_start(
         signed = await client.post("/v1/auth/local", json={"name": f"Cold {port} {time.time_ns()}"})
         token = signed.json()["token"]
         headers = {"Authorization": f"Bearer {token}"}
-        for key in ("first_turn_s", "warm_turn_s"):
+        turns: list[float] = []
+        for _ in range(1 + warm_turns):
             at = time.perf_counter()
             said = await client.post("/v1/messages", json={"text": "hello Ava"}, headers=headers)
             if said.status_code != 200:
                 raise BenchFailed(f"a turn failed: {said.status_code} {said.text[:300]}")
-            figures[key] = time.perf_counter() - at
+            turns.append(time.perf_counter() - at)
+        figures["first_turn_s"], figures["warm_turn_s"] = turns[0], statistics.median(turns[1:])
         if clips is not None:
             for key, clip in zip(("first_call", "warm_call"), clips, strict=True):
                 try:
@@ -131,6 +148,15 @@ async def _one_start(
                     figures[f"{key}_s"] = figures[f"{key}_reply_s"] = math.nan
                 await asyncio.sleep(0.5)  # the call has closed before the next
     return figures
+
+
+def _exported(ref: str, home: Path) -> Path:
+    """`ref`'s tree of this repository, exported into `home` (a baseline to serve beside this tree)."""
+    folder = home / "against"
+    folder.mkdir()
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
 
 
 def import_profile(path: Path, top: int) -> list[tuple[str, float]]:
@@ -155,7 +181,11 @@ async def main() -> None:
     parser.add_argument("--calls", action="store_true", help="also the first call after the start and a warm one")
     parser.add_argument("--importtime", action="store_true", help="also print the import profile")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--against", metavar="REF", help="alternate with this git commit's tree (both compiled)")
+    parser.add_argument("--warm-turns", type=int, default=1, help="warm turns after the first (median taken)")
     args = parser.parse_args()
+    if args.warm_turns < 1:
+        parser.error("--warm-turns must be at least 1")
     clips = None
     if args.calls:
         from bench.call_memory import REQUESTS
@@ -166,24 +196,39 @@ async def main() -> None:
     with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-cold-") as folder:
         home = Path(folder)
         database_url = await _prepare(admin_url)
-        await _one_start(database_url, home, clips=clips)  # writes the compiled cache and makes the secret
-        # The two ways alternate, so a shared machine's load falls on both alike.
-        runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+        # (label, compiled, tree): the two ways alternate, so a shared machine's load falls on both alike.
+        ways: list[tuple[str, bool, Path]] = [
+            ("compiled (the image now)", True, ROOT),
+            ("source, compiled every start (before)", False, ROOT),
+        ]
+        if args.against:
+            ways = [
+                ("this tree (compiled)", True, ROOT),
+                (f"{args.against} (compiled)", True, _exported(args.against, home)),
+            ]
+        for _, compiled, tree in ways:  # writes each tree's compiled cache (and the secret); not measured
+            if compiled:
+                await _one_start(database_url, home, clips=clips, tree=tree)
+        runs: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in ways}
         load = os.getloadavg()[0]
         for _ in range(args.runs):
-            for compiled in (True, False):
-                runs[compiled].append(await _one_start(database_url, home, compiled=compiled, clips=clips))
+            for label, compiled, tree in ways:
+                runs[label].append(
+                    await _one_start(
+                        database_url, home, compiled=compiled, clips=clips, tree=tree, warm_turns=args.warm_turns
+                    )
+                )
         load = max(load, os.getloadavg()[0])
         print(f"cold start ({source} PostgreSQL, {args.runs} starts each, load average up to {load:.1f} on"
               f" {os.cpu_count()} cores; voice loads once the server listens):")  # fmt: skip
         failed = 0
-        for compiled, label in ((True, "compiled (the image now)"), (False, "source, compiled every start (before)")):
+        for label, _, _ in ways:
             print(f" {label}:")
             for key in _KEYS + (_CALL_KEYS if clips is not None else ()):
-                values = sorted(r[key] for r in runs[compiled] if not math.isnan(r[key]))
-                if len(values) < len(runs[compiled]):
-                    failed += len(runs[compiled]) - len(values)
-                    print(f"  {key}: {len(runs[compiled]) - len(values)} of {len(runs[compiled])} unanswered")
+                values = sorted(r[key] for r in runs[label] if not math.isnan(r[key]))
+                if len(values) < len(runs[label]):
+                    failed += len(runs[label]) - len(values)
+                    print(f"  {key}: {len(runs[label]) - len(values)} of {len(runs[label])} unanswered")
                 if not values:
                     continue
                 print(f"  {key:19} median {statistics.median(values) * 1000:7.0f} ms   min {values[0] * 1000:7.0f} ms"
@@ -195,12 +240,16 @@ async def main() -> None:
                     ("call's reply", "first_call_reply_s", "warm_call_reply_s"),
                 ]
             for what, first_key, warm_key in pairs:
-                firsts = [r[first_key] for r in runs[compiled] if not math.isnan(r[first_key])]
-                warms = [r[warm_key] for r in runs[compiled] if not math.isnan(r[warm_key])]
+                firsts = [r[first_key] for r in runs[label] if not math.isnan(r[first_key])]
+                warms = [r[warm_key] for r in runs[label] if not math.isnan(r[warm_key])]
                 if not firsts or not warms:
                     continue
                 ratio = statistics.median(firsts) / statistics.median(warms)
-                print(f"  first {what} after a cold start / warm {what}: {ratio:.2f}x")
+                each = [r[first_key] / r[warm_key] for r in runs[label] if not math.isnan(r[first_key] + r[warm_key])]
+                print(
+                    f"  first {what} after a cold start / warm {what}: {ratio:.2f}x"
+                    f" (each start: {', '.join(f'{x:.2f}' for x in sorted(each))})"
+                )
         if args.importtime:
             trace = home / "importtime.txt"
             await _one_start(database_url, home, importtime=trace)

@@ -147,12 +147,14 @@ async def started(
     pass_fds: Sequence[int] = (),
     stderr_path: Path | None = None,
     stop_timeout_s: float = STOP_TIMEOUT_S,
+    cwd: Path = ROOT,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`command` run from the repository's root, its output in `log_path` (stderr in
-    `stderr_path` when given), stopped on the way out whatever happened."""
+    """`command` run from the repository's root (or `cwd`: another tree of it), its output
+    in `log_path` (stderr in `stderr_path` when given), stopped on the way out whatever
+    happened."""
     with log_path.open("wb") as log, stderr_path.open("wb") if stderr_path else contextlib.nullcontext() as err:
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=log, stderr=err if err is not None else log, env=env, pass_fds=pass_fds, cwd=ROOT
+            *command, stdout=log, stderr=err if err is not None else log, env=env, pass_fds=pass_fds, cwd=cwd
         )
     try:
         yield process

@@ -330,9 +330,14 @@ def read_turn(turn: Turn, heard: list[Heard]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def voice_call(port: int, token: str, tag: str, lateness_s: list[float]) -> AsyncIterator[VoiceCall]:
+async def voice_call(
+    port: int, token: str, tag: str, lateness_s: list[float], *, open_timeout_s: float = 10.0
+) -> AsyncIterator[VoiceCall]:
+    """A call on the speaker door. `open_timeout_s`: how long the socket may take to open
+    (a call placed while the doors load is accepted once they are: web/doors.py)."""
     query = urlencode({"token": token, "bench_call": tag})
-    async with connect(f"ws://127.0.0.1:{port}/v1/voice/speaker?{query}", max_size=2**20) as ws:
+    url = f"ws://127.0.0.1:{port}/v1/voice/speaker?{query}"
+    async with connect(url, max_size=2**20, open_timeout=open_timeout_s) as ws:
         await ws.send(json.dumps(START))
         ready = json.loads(await ws.recv())
         if ready.get("type") != "ready":

@@ -87,6 +87,9 @@ MODEL_NAME = "tiny.en"
 WHISPER_RATE = 16_000  # Whisper hears 16 kHz mono only
 CPU_THREADS = 2  # the machine has two cores; more threads only contend
 TRANSCRIBE_TIMEOUT_S = 20.0
+# How long an utterance waits for the model still loading (a call placed just after a start)
+# before its own TRANSCRIBE_TIMEOUT_S begins.
+MODEL_LOAD_WAIT_S = 120.0
 # Whisper invents words ("Thank you.") for noise; a segment this likely to be silence is dropped.
 NO_SPEECH_PROB_MAX = 0.6
 # Whisper's own rule: a segment is silence only when it is likely no speech AND the words
@@ -458,6 +461,13 @@ class WhisperSTTService(SegmentedSTTService):
         if self.sample_rate != WHISPER_RATE:
             resampler = create_stream_resampler()
             audio = await resampler.resample(audio, self.sample_rate, WHISPER_RATE) + await resampler.flush()
+        if self.recogniser.model not in _models:
+            # The model is still loading (preload_whisper, after a start): what was said is
+            # heard once it has loaded. Counted in the utterance's own time, a load slower
+            # than that on a busy machine dropped the first call's first words
+            # (docs/scaling.md#cold-start).
+            async with asyncio.timeout(MODEL_LOAD_WAIT_S):
+                await asyncio.to_thread(whisper_model, self.recogniser.model)
         # A thread cannot be cancelled: on timeout the call moves on and the thread
         # finishes in the background, holding the model a little longer.
         global _running
