@@ -101,6 +101,7 @@ def test_public_surface() -> None:
             "VoicePriceBook",
             "VoiceUsage",
             "call_cost",
+            "charge_extraction",
             "charge_model_call",
             "charge_voice_usage",
             "cost_micros",
