@@ -37,6 +37,26 @@ def usage_postings(person_id: str, cost_micros: int) -> tuple[Posting, Posting]:
     return Posting(user_account(person_id), -cost_micros), Posting(REVENUE_ACCOUNT, cost_micros)
 
 
+async def _model_call_spec(
+    prices: Prices,
+    *,
+    person_id: str,
+    ref: str,
+    receipt: dict[str, object],
+    model: str,
+    tokens: TokenUsage,
+    at: datetime,
+) -> TransactionSpec:
+    """A model call's charge at the price in force `at`: the receipt's own fields, then
+    the tokens, the price row and the cost, as every model call's receipt reads."""
+    price = await prices.price_for(model, at)
+    cost = cost_micros(price=price, tokens=tokens)
+    metadata = {**receipt, "tokens": tokens.as_receipt(), "price": price.as_receipt(), "cost_micros": cost}
+    return TransactionSpec(
+        type="agent_call", ref=ref, postings=usage_postings(person_id, cost), metadata=metadata, at=at
+    )
+
+
 async def charge_model_call(
     ledger: Ledger,
     prices: Prices,
@@ -58,23 +78,13 @@ async def charge_model_call(
     assert call_index >= 0, "model calls are numbered from 0 or 1 within a run"
     if tokens.is_zero:
         return None
-    price = await prices.price_for(model, at)
-    cost = cost_micros(price=price, tokens=tokens)
-    receipt = {
-        "agent": agent,
-        "run_id": run_id,
-        "trigger": trigger,
-        "model": model,
-        "call_index": call_index,
-        "tokens": tokens.as_receipt(),
-        "price": price.as_receipt(),
-        "cost_micros": cost,
-    }
-    spec = TransactionSpec(
-        type="agent_call",
+    spec = await _model_call_spec(
+        prices,
+        person_id=person_id,
         ref=f"run:{run_id}:call:{call_index}",
-        postings=usage_postings(person_id, cost),
-        metadata=receipt,
+        receipt={"agent": agent, "run_id": run_id, "trigger": trigger, "model": model, "call_index": call_index},
+        model=model,
+        tokens=tokens,
         at=at,
     )
     return await ledger.transact(spec=spec)
@@ -100,23 +110,19 @@ async def charge_extraction(
     """
     if tokens.is_zero:
         return None
-    price = await prices.price_for(model, at)
-    cost = cost_micros(price=price, tokens=tokens)
-    receipt = {
-        "agent": "knowledge",
-        "trigger": "learning",
-        "model": model,
-        "first_message_id": first_message_id,
-        "messages": messages,
-        "tokens": tokens.as_receipt(),
-        "price": price.as_receipt(),
-        "cost_micros": cost,
-    }
-    spec = TransactionSpec(
-        type="agent_call",
+    spec = await _model_call_spec(
+        prices,
+        person_id=person_id,
         ref=f"learn:{person_id}:{first_message_id}",
-        postings=usage_postings(person_id, cost),
-        metadata=receipt,
+        receipt={
+            "agent": "knowledge",
+            "trigger": "learning",
+            "model": model,
+            "first_message_id": first_message_id,
+            "messages": messages,
+        },
+        model=model,
+        tokens=tokens,
         at=at,
     )
     try:
