@@ -475,7 +475,9 @@ async def bootstrap(
             call_elsewhere=call_elsewhere_on(doors_now, pool),
         )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
-    pools = {"statements": pool, "turns": lock_pool, "limits": limits.pool}
+    # Each pool's label is its name in app/server.py (docs/operations.md): the single-statement
+    # pool serves the limiter, live-event reads and sign-in checks, not the limiter alone.
+    pools = {"statements": pool, "turns": lock_pool, "single_statements": single}
     read_levels_on_scrape(stack, pools=pools, doors=doors_now, notes=reminder_parts.notes)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",
