@@ -14,6 +14,14 @@ is skipped when a notification names them (a turn writes a dozen events) and rea
 their last turn has ended (`Threads.on_idle`), after a short settling pause that lets the
 reply go out first and gathers a turn's notifications into one pass.
 
+Most passes find nothing new (a turn's own notifications, a recall's catch-up, the read
+after a batch), so a pass first asks, in one statement on a connection that needs no reset,
+whether the thread has gone past the person's cursor, and takes the lock only when it has:
+an empty pass is one round trip instead of four (the try-lock, the cursor, the unlock and
+the pool's reset; BENCHMARKS.md, issue 24). That read only saves work: what is learned is
+still decided under the lock, so a message it misses (written just after) is announced by
+its own notification and read by the next pass.
+
 Each person's batch runs under a per-person advisory lock (skipped, not waited for,
 when another process holds it); forgetting a person takes the same lock, so no batch
 read before the erasure can write facts back after it. A batch that keeps failing is
@@ -46,6 +54,11 @@ log = logging.getLogger(__name__)
 _PENDING_SQL = """
 SELECT t.person_id FROM threads t LEFT JOIN knowledge_cursors c USING (person_id)
 WHERE t.last_seq > coalesce(c.last_seq, 0) ORDER BY t.person_id LIMIT $1
+"""
+# Whether the person's thread has gone past their cursor (a person never learned has none).
+_BACKLOG_SQL = """
+SELECT t.last_seq > coalesce(c.last_seq, 0) FROM threads t LEFT JOIN knowledge_cursors c USING (person_id)
+WHERE t.person_id = $1
 """
 _CURSOR_SQL = """
 SELECT p.name, coalesce(c.last_seq, 0) AS last_seq, coalesce(c.failures, 0) AS failures, t.last_seq AS thread_seq
@@ -84,10 +97,14 @@ class Learning:
         busy: Callable[[str], bool] = lambda _person_id: False,
         settle_s: float = 0.05,
         wallet: Wallet | None = None,
+        reads: asyncpg.Pool | None = None,
     ) -> None:
         assert batch_max >= 1, batch_max
         assert failures_max >= 1, failures_max
         self._pool = pool
+        # Where the backlog check runs: a pool that hands connections back without asyncpg's
+        # reset (database.create_pool's `single_statements`) makes it one round trip.
+        self._reads = reads if reads is not None else pool
         self._knowledge = knowledge
         self._batch_max = batch_max
         self._poll_s = poll_s
@@ -135,7 +152,8 @@ class Learning:
             pending = await self._pool.fetch(_PENDING_SQL, _PEOPLE_PER_ROUND)
             progressed = 0
             for row in pending:
-                progressed += await self._drain_person(row["person_id"])
+                # The round's own query found a backlog: no need to ask again per person.
+                progressed += await self._drain_person(row["person_id"], checked=True)
             total += progressed
             if not progressed:
                 break  # nothing left, or everyone left is busy elsewhere or failing
@@ -174,7 +192,12 @@ class Learning:
         finally:
             await self._pool.release(conn)
 
-    async def _drain_person(self, person_id: str, *, wait: bool = False) -> int:
+    async def _drain_person(self, person_id: str, *, wait: bool = False, checked: bool = False) -> int:
+        """One batch of the person's, under their lock; `checked`: a backlog was just seen.
+        Waiting (`wait`) for a worker mid-batch is still waited for: its cursor has not moved
+        yet, so the backlog it is reading is seen."""
+        if not checked and not await self._reads.fetchval(_BACKLOG_SQL, person_id):
+            return 0  # nothing past the cursor (or no such person): no lock, no reset
         async with self._pool.acquire() as conn:
             if wait:
                 # A cancelled wait leaves no lock behind: asyncpg's release resets the session's advisory locks.
