@@ -88,8 +88,9 @@ RECALL_CATCH_UP_S = 1.0
 # The connections handed back without asyncpg's reset round trip, for users that run only
 # single statements leaving no session state: the limiter, live-event reads (one per
 # notification and person, chat.events), the sign-in checks every request makes (the
-# session's revocation, the person) and the learning worker's check for anything new. Each holds one for about 0.1-1 ms, so eight serve
-# thousands a second, more than a process serves requests.
+# session's revocation, the person) and the learning worker's check for anything new. Each
+# holds one for about 0.1-1 ms, so eight serve thousands a second, more than a process
+# serves requests.
 SINGLE_STATEMENTS_POOL_MAX = 8
 
 if TYPE_CHECKING:
