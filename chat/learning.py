@@ -20,7 +20,8 @@ whether the thread has gone past the person's cursor, and takes the lock only wh
 an empty pass is one round trip instead of four (the try-lock, the cursor, the unlock and
 the pool's reset; BENCHMARKS.md, issue 24). That read only saves work: what is learned is
 still decided under the lock, so a message it misses (written just after) is announced by
-its own notification and read by the next pass.
+its own notification and read by the next pass. For the same reason a pass that reached
+the thread's last message as it stood is not followed by another one to find nothing.
 
 Each person's batch runs under a per-person advisory lock (skipped, not waited for,
 when another process holds it); forgetting a person takes the same lock, so no batch
@@ -153,7 +154,8 @@ class Learning:
             progressed = 0
             for row in pending:
                 # The round's own query found a backlog: no need to ask again per person.
-                progressed += await self._drain_person(row["person_id"], checked=True)
+                learned, _ = await self._drain_person(row["person_id"], checked=True)
+                progressed += learned
             total += progressed
             if not progressed:
                 break  # nothing left, or everyone left is busy elsewhere or failing
@@ -166,12 +168,13 @@ class Learning:
         total = 0
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
+                more = False
                 for _ in range(_ROUNDS_MAX):
                     # Waits for the worker when it is learning this very person right now:
                     # returning at once would answer before the fact it is reading is known.
-                    learned = await self._drain_person(person_id, wait=True)
+                    learned, more = await self._drain_person(person_id, wait=True, checked=more)
                     total += learned
-                    if not learned:
+                    if not (learned and more):
                         break
         return total
 
@@ -192,39 +195,41 @@ class Learning:
         finally:
             await self._pool.release(conn)
 
-    async def _drain_person(self, person_id: str, *, wait: bool = False, checked: bool = False) -> int:
-        """One batch of the person's, under their lock; `checked`: a backlog was just seen.
-        Waiting (`wait`) for a worker mid-batch is still waited for: its cursor has not moved
-        yet, so the backlog it is reading is seen."""
+    async def _drain_person(self, person_id: str, *, wait: bool = False, checked: bool = False) -> tuple[int, bool]:
+        """One batch of the person's, under their lock: the messages handed on, and whether
+        the thread held more than the batch when it was read (else the next pass would find
+        nothing: what is written later is announced by its own notification).
+        `checked`: a backlog was just seen. Waiting (`wait`) for a worker mid-batch is still
+        waited for: its cursor has not moved yet, so the backlog it is reading is seen."""
         if not checked and not await self._reads.fetchval(_BACKLOG_SQL, person_id):
-            return 0  # nothing past the cursor (or no such person): no lock, no reset
+            return 0, False  # nothing past the cursor (or no such person): no lock, no reset
         async with self._pool.acquire() as conn:
             if wait:
                 # A cancelled wait leaves no lock behind: asyncpg's release resets the session's advisory locks.
                 await conn.execute(_LOCK_SQL, person_id)
             elif not await conn.fetchval(_TRY_LOCK_SQL, person_id):
-                return 0
+                return 0, False
             try:
                 return await self._ingest_batch(conn, person_id)
             finally:
                 await conn.execute(_UNLOCK_SQL, person_id)
 
-    async def _ingest_batch(self, conn: Conn, person_id: str) -> int:
+    async def _ingest_batch(self, conn: Conn, person_id: str) -> tuple[int, bool]:
         state = await conn.fetchrow(_CURSOR_SQL, person_id)
         if state is None or state["last_seq"] >= state["thread_seq"]:
-            return 0  # no such person, or nothing new
+            return 0, False  # no such person, or nothing new
         rows = await conn.fetch(_MESSAGES_SQL, person_id, state["last_seq"], self._batch_max)
         if not rows:
             # Nothing to read below the thread's counter (its messages are gone).
             await conn.execute(_ADVANCE_SQL, person_id, state["thread_seq"], 0)
-            return 0
+            return 0, False
         messages = [KnowledgeMessage(r["id"], r["seq"], r["author"], r["text"], r["created_at"]) for r in rows]
         if self._wallet is not None and await self._wallet.balance_micros(person_id) <= 0:
             # No model call on an empty wallet (docs/money.md#learning): the batch is passed
             # over unread rather than held, so people who never top up leave no backlog.
             log.info("learning %s skipped %d messages: the wallet is empty", person_id, len(messages))
             await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
-            return len(messages)
+            return len(messages), messages[-1].seq < state["thread_seq"]
         try:
             async with asyncio.timeout(self._ingest_timeout_s):
                 spent = await self._knowledge.ingest(person_id=person_id, person_name=state["name"], messages=messages)
@@ -236,14 +241,14 @@ class Learning:
             if failures < self._failures_max:
                 log.warning("learning %s failed (%s); will retry", person_id, type(exc).__name__)
                 await conn.execute(_ADVANCE_SQL, person_id, state["last_seq"], failures)
-                return 0
+                return 0, False
             log.error("learning %s skipped %d messages after %d failures", person_id, len(rows), failures)
         else:
             # Before the cursor moves: a charge that cannot be written now leaves the batch to
             # be read (and charged, once) again.
             await self._charge(person_id, messages, spent)
         await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
-        return len(messages)
+        return len(messages), messages[-1].seq < state["thread_seq"]
 
     async def _charge(self, person_id: str, messages: list[KnowledgeMessage], spent: ModelSpend | None) -> None:
         if self._wallet is None or spent is None:
@@ -289,8 +294,11 @@ class Learning:
 
     async def _drain_one(self, person_id: str) -> None:
         self._failing = False
+        more = False
         for _ in range(_ROUNDS_MAX):
-            if not await self._drain_person(person_id):
+            # After a batch that left more behind, the backlog is known: no need to ask.
+            learned, more = await self._drain_person(person_id, checked=more)
+            if not (learned and more):
                 return
 
     def _heard(self, person_id: str | None) -> None:

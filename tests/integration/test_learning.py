@@ -137,14 +137,24 @@ async def test_a_pass_that_finds_nothing_new_is_one_statement_and_takes_no_lock(
 
         assert await learning.catch_up(mira, timeout_s=30) == 1
         learned = await statements.taken()
-        assert len(learned["reads"]) == 2  # a backlog, then none after the batch
-        assert any("pg_advisory_lock" in q for q in learned["statements"])
+        # The backlog seen; the batch reached the thread's last message: no pass after it.
+        assert len(learned["reads"]) == 1
+        assert sum("pg_advisory_lock" in q for q in learned["statements"]) == 1
 
         assert await learning.catch_up(mira, timeout_s=30) == 0
         empty = await statements.taken()
         assert list(empty) == ["reads"] and len(empty["reads"]) == 1, empty  # no lock, no reset
         assert "knowledge_cursors" in empty["reads"][0]
         assert recording.batches == [["I live in Jakarta"]]
+
+        # A thread longer than a batch: passes follow each other until its end.
+        threads = Threads(pool)
+        for text in ("I work at Gojek", "I have a cat", "my sister is Rina"):
+            await threads.append(mira, author="human", text=text, channel="text")
+        two_at_a_time = Learning(pool=pool, knowledge=recording, batch_max=2, reads=reads)  # type: ignore[arg-type]
+        assert await two_at_a_time.catch_up(mira, timeout_s=30) == 3
+        assert recording.batches[1:] == [["I work at Gojek", "I have a cat"], ["my sister is Rina"]]
+        assert len((await statements.taken())["reads"]) == 1  # before the first batch only
     finally:
         await reads.close()
         await pool.close()
