@@ -41,12 +41,15 @@ def build_knowledge(
     threads: Threads | None = None,
     chosen: Knowledge | None = None,
     wallet: Wallet | None = None,
+    reads: asyncpg.Pool | None = None,
 ) -> KnowledgeParts:
     """Zep with a key; otherwise the local graph, read by Gemini with a key and by rules
     without. `chosen` (a test's) serves the port instead. The worker starts later
     (`start_learning`), once the event hub is up. Where a model reads the messages (Gemini,
     or a chosen port that reports its calls), the worker charges them to `wallet`
-    (docs/money.md#learning); rules and Zep cost the person nothing."""
+    (docs/money.md#learning); rules and Zep cost the person nothing. `reads`: a pool without
+    the reset round trip (database.create_pool's `single_statements`) for the worker's
+    check for anything new."""
     knowledge: Knowledge
     paid = True
     if chosen is not None:
@@ -83,6 +86,7 @@ def build_knowledge(
         # Never beside a reply: a person is read once their turn has ended (Threads.on_idle).
         busy=threads.busy if threads is not None else (lambda _person_id: False),
         wallet=wallet if paid else None,
+        reads=reads,
     )
     if threads is not None:
         threads.on_idle(learning.turn_ended)

@@ -87,9 +87,10 @@ from web.doors import DoorsStarting, add_doors
 RECALL_CATCH_UP_S = 1.0
 # The connections handed back without asyncpg's reset round trip, for users that run only
 # single statements leaving no session state: the limiter, live-event reads (one per
-# notification and person, chat.events) and the sign-in checks every request makes (the
-# session's revocation, the person). Each holds one for about 0.1-1 ms, so eight serve
-# thousands a second, more than a process serves requests.
+# notification and person, chat.events), the sign-in checks every request makes (the
+# session's revocation, the person) and the learning worker's check for anything new. Each
+# holds one for about 0.1-1 ms, so eight serve thousands a second, more than a process
+# serves requests.
 SINGLE_STATEMENTS_POOL_MAX = 8
 
 if TYPE_CHECKING:
@@ -387,7 +388,7 @@ async def bootstrap(
     outbox = Outbox(settings.avagenc_home / "outbox")
     stack.callback(outbox.close)
     ledger, wallet = build_ledger(settings, turn_pool, runs, outbox=outbox)
-    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge, wallet=wallet)
+    memory = build_knowledge(settings, stack, pool=pool, threads=threads, chosen=knowledge, wallet=wallet, reads=single)
     # Stopped after the detached turns below have finished, so their events are still heard.
     listener = await build_listener(dsn, stack)
     reminder_parts = build_reminders(settings, pool=pool, listener=listener, clock=clock)
@@ -475,7 +476,9 @@ async def bootstrap(
             call_elsewhere=call_elsewhere_on(doors_now, pool),
         )
     stack.push_async_callback(reminder_parts.close, timeout_s=settings.shutdown_grace_s)
-    pools = {"statements": pool, "turns": lock_pool, "limits": limits.pool}
+    # Each pool's label is its name in app/server.py (docs/operations.md): the single-statement
+    # pool serves the limiter, live-event reads and sign-in checks, not the limiter alone.
+    pools = {"statements": pool, "turns": lock_pool, "single_statements": single}
     read_levels_on_scrape(stack, pools=pools, doors=doors_now, notes=reminder_parts.notes)
     adapters = {
         "database": "embedded PostgreSQL" if embedded else "DATABASE_URL",

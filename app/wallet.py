@@ -15,12 +15,15 @@ def build_ledger(
 ) -> tuple[PostgresLedger, Wallet]:
     """`outbox`: where a serving process keeps its calls until they are charged (chat.outbox)."""
     ledger = PostgresLedger(pool)
+    events = PostgresEvents(pool)
     wallet = Wallet(
         ledger=ledger,
         prices=PriceBook(pool),
         voice_prices=VoicePriceBook(pool),
         runs=runs,
-        events=PostgresEvents(pool),
+        events=events,
+        # The balance announced by the statement that reads it (one round trip, not two).
+        balances=events,
         signup_grant_micros=settings.signup_grant_micros,
         outbox=outbox,
     )

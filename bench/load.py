@@ -12,18 +12,31 @@ the server's resident memory after the streams opened, after warm-up
 (the first fifth of the run) and at the end. Issue 24's setting is `--clients 200 --rate
 50 --seconds 60`; the defaults are shorter for a shared machine.
 
-    .venv/bin/python -m bench.load [--clients 200 --rate 50 --seconds 60]
+`--count-statements`: the server also counts every statement its database connections
+send (asyncpg's query loggers, installed in the server process before it hands over to
+`avagenc serve`), and the statements per turn are printed: all of them, asyncpg's reset on
+handing a connection back, and the learning worker's. Counting costs the server some CPU,
+so its CPU figures are not comparable with a run without it.
+
+    .venv/bin/python -m bench.load [--clients 200 --rate 50 --seconds 60] [--count-statements]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
+import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import httpx
 import psutil
@@ -32,6 +45,88 @@ from bench.cold_start import _prepare
 from bench.report import kept
 from bench.servers import BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
 from bench.turn_overhead import Watched, postmaster_pid
+
+# --- statement counting (--count-statements): the server's side, then the driver's ---------
+
+PROBE_TIMEOUT_S = 10.0
+# `python -m bench.load --serve-counting PROBE`: the server process of `--count-statements`.
+SERVE_COUNTING = "--serve-counting"
+
+
+def statement_kind(query: str) -> str:
+    """What one statement a connection sent is, for counting."""
+    words = " ".join(query.split()).upper()
+    if "TYPEINFO_TREE" in words or "SET_CONFIG('JIT'" in words:
+        return "introspection"  # asyncpg learning a type, once per connection
+    if "PG_ADVISORY_UNLOCK_ALL()" in words:
+        return "check-in"  # asyncpg's reset of a connection handed back to its pool
+    if "KNOWLEDGE_CURSORS" in words or "'KNOWLEDGE:'" in words:
+        return "learning"  # the worker's backlog check, lock, cursor and unlock (chat.learning)
+    return "other"
+
+
+def _serve_counting(probe: Path) -> None:
+    """In the server process: count every statement of every database connection, write
+    the counts to `probe` on SIGUSR1, then run `avagenc serve` itself."""
+    import asyncpg
+
+    counts: collections.Counter[str] = collections.Counter()
+    connect = asyncpg.connect
+
+    def logged(record: asyncpg.connection.LoggedQuery) -> None:
+        counts[statement_kind(record.query)] += 1
+
+    async def counted(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+        conn: asyncpg.Connection = await connect(*args, **kwargs)
+        conn.add_query_logger(logged)
+        return conn
+
+    # Read at each call by the pools' and the listener's connect (database.pool, database.listener).
+    asyncpg.connect = counted  # type: ignore[assignment]
+    written = [0]
+
+    def report() -> None:
+        written[0] += 1
+        partial = probe.with_suffix(".tmp")
+        partial.write_text(json.dumps({"n": written[0], **counts}))
+        partial.replace(probe)
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon_threadsafe(report)
+
+    signal.signal(signal.SIGUSR1, on_signal)
+    from cli import main
+
+    main(["serve"])
+
+
+def _read_counts(probe: Path) -> dict[str, int]:
+    counts: dict[str, int] = json.loads(probe.read_text())  # a few bytes: no need for a thread
+    return counts
+
+
+async def _statements(process: asyncio.subprocess.Process, probe: Path, seen: int) -> dict[str, int]:
+    """The server's counts so far (its probe's answer numbered past `seen`)."""
+    process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+            counts = _read_counts(probe)
+            if counts["n"] > seen:
+                return counts
+        await asyncio.sleep(0.02)
+    raise BenchFailed("the server's statement counts did not come")
+
+
+def _per_turn(before: dict[str, int], after: dict[str, int], turns: int) -> str:
+    spent = {kind: after.get(kind, 0) - before.get(kind, 0) for kind in ("check-in", "learning", "other")}
+    total = sum(spent.values())
+    return (
+        f"  statements per turn (type look-ups left out): {total / turns:.1f} in all; asyncpg's reset on "
+        f"check-in {spent['check-in'] / turns:.1f}, the learning worker's {spent['learning'] / turns:.1f}, "
+        f"the rest {spent['other'] / turns:.1f} ({total:,} statements for {turns} turns)"
+    )
 
 
 def _rss_mb(pid: int) -> float:
@@ -60,6 +155,7 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="messages per second")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--count-statements", action="store_true", help="print statements per turn")
     args = parser.parse_args()
     if args.clients > args.people * 5:
         raise BenchFailed("at most 5 streams per person (SSE_STREAMS_PER_PERSON_MAX)")
@@ -72,9 +168,13 @@ async def main() -> None:
         env.update(RUNS_PER_PERSON_PER_MINUTE_MAX="100000", RUNS_IN_FLIGHT_PER_PERSON_MAX="100",
                    SIGN_INS_PER_ADDRESS_MAX="100000", VOICE_PRELOAD="false")  # fmt: skip
         log_path = home / "serve.log"
+        probe = home / "statements.json"
+        command = [sys.executable, "-m", "cli", "serve"]
+        if args.count_statements:
+            command = [sys.executable, "-m", "bench.load", SERVE_COUNTING, str(probe)]
         limits = httpx.Limits(max_connections=args.clients + 200, max_keepalive_connections=200)
         async with (
-            started([sys.executable, "-m", "cli", "serve"], log_path=log_path, env=env) as process,
+            started(command, log_path=log_path, env=env) as process,
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client,
         ):
             await until_ready(client, process, log_path, within_s=150, every_s=0.05)
@@ -103,10 +203,12 @@ async def main() -> None:
             load = os.getloadavg()[0]
             # CPU time, unlike latency, barely moves when other work shares the machine.
             watched = Watched(server=process.pid, postmaster=await postmaster_pid(database_url))
+            counted_before = await _statements(process, probe, 0) if args.count_statements else {}
             cpu_before = watched.cpu_s()
             took = await said.open_loop(args.rate, args.seconds, turn)
             await asyncio.sleep(2)  # the last events reach the clients
             cpu_after = watched.cpu_s()
+            counted = await _statements(process, probe, counted_before["n"]) if args.count_statements else {}
             server_cpu, database_cpu = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
             end_mb = _rss_mb(process.pid)
             load = max(load, os.getloadavg()[0])
@@ -131,11 +233,16 @@ async def main() -> None:
         f"  CPU per turn (the streams' reads included): server {server_cpu * 1000 / turns:.1f} ms, "
         f"PostgreSQL {database_cpu * 1000 / turns:.1f} ms ({server_cpu:.1f} s and {database_cpu:.1f} s in all)"
     )
+    if counted:
+        print(_per_turn(counted_before, counted, turns))
     print(f"  server RSS: idle {idle_mb:.0f} MB, with the streams open {streams_mb:.0f} MB "
           f"({(streams_mb - idle_mb) * 1024 / args.clients:.0f} KB per client), after warm-up {warm_mb[0]:.0f} MB, "
           f"at the end {end_mb:.0f} MB ({(end_mb / warm_mb[0] - 1) * 100:+.1f} % since warm-up)")  # fmt: skip
 
 
 if __name__ == "__main__":
-    with kept("load"):
-        asyncio.run(main())
+    if sys.argv[1:2] == [SERVE_COUNTING]:
+        _serve_counting(Path(sys.argv[2]))  # the server's side: runs `avagenc serve` until stopped
+    else:
+        with kept("load"):
+            asyncio.run(main())

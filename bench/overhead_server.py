@@ -133,7 +133,6 @@ WITH next AS (
 )
 SELECT {_MESSAGE_COLUMNS} FROM written
 """
-_EVENT_SQL = "INSERT INTO bench_events (person_id, type, data) VALUES ($1, $2, $3::jsonb)"
 # A run's start commits durably even on the lazily committing lock connection, as
 # Runs.start does (chat.runs: its calls are kept outside the log).
 _START_SQL = f"""
@@ -199,6 +198,13 @@ WITH call AS (
 UPDATE bench_runs SET cost_micros = cost_micros + $3 WHERE id IN (SELECT run_id FROM call)
 """
 _BALANCE_SQL = "SELECT coalesce(sum(balance_micros), 0)::bigint FROM account_balances WHERE account_id = $1"
+# The balance read inside the event's insert, one statement (the product's reads it through
+# the ledger's SQL functions; the display is simplified here).
+_ANNOUNCE_SQL = """
+INSERT INTO bench_events (person_id, type, data)
+SELECT $1, 'wallet.changed', jsonb_build_object('balance_micros', micros, 'balance', 'Rp ' || (micros / 1000000))
+FROM (SELECT coalesce(sum(balance_micros), 0)::bigint AS micros FROM account_balances WHERE account_id = $2) AS b
+"""
 _LAZY_COMMITS_SQL = "SET synchronous_commit = off"
 _TOOL_SQL = """
 WITH bump AS (UPDATE bench_runs SET tool_calls = tool_calls + 1 WHERE id = $1 RETURNING tool_calls)
@@ -481,11 +487,8 @@ class _Work:
         )  # fmt: skip
         await self._execute(_COST_SQL, run_id, index, cost)  # Runs.record_cost
 
-    async def _announce(self, person_id: str) -> None:  # Wallet.announce
-        balance = await self._fetchrow(_BALANCE_SQL, f"user:{person_id}:IDR")
-        assert balance is not None
-        shown = f"Rp{balance[0] // 1_000_000:,}".replace(",", ".")
-        await self._execute(_EVENT_SQL, person_id, "wallet.changed", {"balance_micros": balance[0], "balance": shown})
+    async def _announce(self, person_id: str) -> None:  # Wallet.announce: PostgresEvents.publish_balance
+        await self._execute(_ANNOUNCE_SQL, person_id, f"user:{person_id}:IDR")
 
     async def _append(  # Threads.append
         self, person_id: str, author: str, text: str, run_id: str | None

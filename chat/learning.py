@@ -14,6 +14,15 @@ is skipped when a notification names them (a turn writes a dozen events) and rea
 their last turn has ended (`Threads.on_idle`), after a short settling pause that lets the
 reply go out first and gathers a turn's notifications into one pass.
 
+Most passes find nothing new (a turn's own notifications, a recall's catch-up, the read
+after a batch), so a pass first asks, in one statement on a connection that needs no reset,
+whether the thread has gone past the person's cursor, and takes the lock only when it has:
+an empty pass is one round trip instead of four (the try-lock, the cursor, the unlock and
+the pool's reset; BENCHMARKS.md, issue 24). That read only saves work: what is learned is
+still decided under the lock, so a message it misses (written just after) is announced by
+its own notification and read by the next pass. For the same reason a pass that reached
+the thread's last message as it stood is not followed by another one to find nothing.
+
 Each person's batch runs under a per-person advisory lock (skipped, not waited for,
 when another process holds it); forgetting a person takes the same lock, so no batch
 read before the erasure can write facts back after it. A batch that keeps failing is
@@ -46,6 +55,11 @@ log = logging.getLogger(__name__)
 _PENDING_SQL = """
 SELECT t.person_id FROM threads t LEFT JOIN knowledge_cursors c USING (person_id)
 WHERE t.last_seq > coalesce(c.last_seq, 0) ORDER BY t.person_id LIMIT $1
+"""
+# Whether the person's thread has gone past their cursor (a person never learned has none).
+_BACKLOG_SQL = """
+SELECT t.last_seq > coalesce(c.last_seq, 0) FROM threads t LEFT JOIN knowledge_cursors c USING (person_id)
+WHERE t.person_id = $1
 """
 _CURSOR_SQL = """
 SELECT p.name, coalesce(c.last_seq, 0) AS last_seq, coalesce(c.failures, 0) AS failures, t.last_seq AS thread_seq
@@ -84,10 +98,14 @@ class Learning:
         busy: Callable[[str], bool] = lambda _person_id: False,
         settle_s: float = 0.05,
         wallet: Wallet | None = None,
+        reads: asyncpg.Pool | None = None,
     ) -> None:
         assert batch_max >= 1, batch_max
         assert failures_max >= 1, failures_max
         self._pool = pool
+        # Where the backlog check runs: a pool that hands connections back without asyncpg's
+        # reset (database.create_pool's `single_statements`) makes it one round trip.
+        self._reads = reads if reads is not None else pool
         self._knowledge = knowledge
         self._batch_max = batch_max
         self._poll_s = poll_s
@@ -135,7 +153,9 @@ class Learning:
             pending = await self._pool.fetch(_PENDING_SQL, _PEOPLE_PER_ROUND)
             progressed = 0
             for row in pending:
-                progressed += await self._drain_person(row["person_id"])
+                # The round's own query found a backlog: no need to ask again per person.
+                learned, _ = await self._drain_person(row["person_id"], checked=True)
+                progressed += learned
             total += progressed
             if not progressed:
                 break  # nothing left, or everyone left is busy elsewhere or failing
@@ -148,12 +168,13 @@ class Learning:
         total = 0
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
+                more = False
                 for _ in range(_ROUNDS_MAX):
                     # Waits for the worker when it is learning this very person right now:
                     # returning at once would answer before the fact it is reading is known.
-                    learned = await self._drain_person(person_id, wait=True)
+                    learned, more = await self._drain_person(person_id, wait=True, checked=more)
                     total += learned
-                    if not learned:
+                    if not (learned and more):
                         break
         return total
 
@@ -174,34 +195,41 @@ class Learning:
         finally:
             await self._pool.release(conn)
 
-    async def _drain_person(self, person_id: str, *, wait: bool = False) -> int:
+    async def _drain_person(self, person_id: str, *, wait: bool = False, checked: bool = False) -> tuple[int, bool]:
+        """One batch of the person's, under their lock: the messages handed on, and whether
+        the thread held more than the batch when it was read (else the next pass would find
+        nothing: what is written later is announced by its own notification).
+        `checked`: a backlog was just seen. Waiting (`wait`) for a worker mid-batch is still
+        waited for: its cursor has not moved yet, so the backlog it is reading is seen."""
+        if not checked and not await self._reads.fetchval(_BACKLOG_SQL, person_id):
+            return 0, False  # nothing past the cursor (or no such person): no lock, no reset
         async with self._pool.acquire() as conn:
             if wait:
                 # A cancelled wait leaves no lock behind: asyncpg's release resets the session's advisory locks.
                 await conn.execute(_LOCK_SQL, person_id)
             elif not await conn.fetchval(_TRY_LOCK_SQL, person_id):
-                return 0
+                return 0, False
             try:
                 return await self._ingest_batch(conn, person_id)
             finally:
                 await conn.execute(_UNLOCK_SQL, person_id)
 
-    async def _ingest_batch(self, conn: Conn, person_id: str) -> int:
+    async def _ingest_batch(self, conn: Conn, person_id: str) -> tuple[int, bool]:
         state = await conn.fetchrow(_CURSOR_SQL, person_id)
         if state is None or state["last_seq"] >= state["thread_seq"]:
-            return 0  # no such person, or nothing new
+            return 0, False  # no such person, or nothing new
         rows = await conn.fetch(_MESSAGES_SQL, person_id, state["last_seq"], self._batch_max)
         if not rows:
             # Nothing to read below the thread's counter (its messages are gone).
             await conn.execute(_ADVANCE_SQL, person_id, state["thread_seq"], 0)
-            return 0
+            return 0, False
         messages = [KnowledgeMessage(r["id"], r["seq"], r["author"], r["text"], r["created_at"]) for r in rows]
         if self._wallet is not None and await self._wallet.balance_micros(person_id) <= 0:
             # No model call on an empty wallet (docs/money.md#learning): the batch is passed
             # over unread rather than held, so people who never top up leave no backlog.
             log.info("learning %s skipped %d messages: the wallet is empty", person_id, len(messages))
             await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
-            return len(messages)
+            return len(messages), messages[-1].seq < state["thread_seq"]
         try:
             async with asyncio.timeout(self._ingest_timeout_s):
                 spent = await self._knowledge.ingest(person_id=person_id, person_name=state["name"], messages=messages)
@@ -213,14 +241,14 @@ class Learning:
             if failures < self._failures_max:
                 log.warning("learning %s failed (%s); will retry", person_id, type(exc).__name__)
                 await conn.execute(_ADVANCE_SQL, person_id, state["last_seq"], failures)
-                return 0
+                return 0, False
             log.error("learning %s skipped %d messages after %d failures", person_id, len(rows), failures)
         else:
             # Before the cursor moves: a charge that cannot be written now leaves the batch to
             # be read (and charged, once) again.
             await self._charge(person_id, messages, spent)
         await conn.execute(_ADVANCE_SQL, person_id, messages[-1].seq, 0)
-        return len(messages)
+        return len(messages), messages[-1].seq < state["thread_seq"]
 
     async def _charge(self, person_id: str, messages: list[KnowledgeMessage], spent: ModelSpend | None) -> None:
         if self._wallet is None or spent is None:
@@ -266,8 +294,11 @@ class Learning:
 
     async def _drain_one(self, person_id: str) -> None:
         self._failing = False
+        more = False
         for _ in range(_ROUNDS_MAX):
-            if not await self._drain_person(person_id):
+            # After a batch that left more behind, the backlog is known: no need to ask.
+            learned, more = await self._drain_person(person_id, checked=more)
+            if not (learned and more):
                 return
 
     def _heard(self, person_id: str | None) -> None:

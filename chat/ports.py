@@ -21,6 +21,7 @@ from chat.people import Person
 from chat.recent import RecentPage
 from chat.runs import Run, UnchargedCall
 from chat.threads import Message
+from ledger import user_account
 
 
 class ThreadStore(Protocol):
@@ -153,6 +154,26 @@ class EventSink(Protocol):
     async def publish(self, person_id: str, type_: str, data: dict[str, Any]) -> None: ...
 
 
+class BalanceSink(Protocol):
+    """Where the wallet announces a person's balance when reading it and publishing it can
+    be one step (`Wallet.announce` reads, then publishes, where it is not given one)."""
+
+    async def publish_balance(self, person_id: str) -> int:
+        """Publish `wallet.changed` with the person's balance as the ledger holds it now
+        (`balance_micros`, and `balance` as `ledger.format_rupiah` writes it); returns it."""
+        ...
+
+
+# The ledger's balance and display, read inside the insert (ledger/sql/0003_balance_in_statements.sql):
+# one round trip where a balance read and then an insert were two.
+_BALANCE_CHANGED_SQL = """
+INSERT INTO events (person_id, type, data)
+SELECT $1, 'wallet.changed', jsonb_build_object('balance_micros', micros, 'balance', ledger_format_rupiah(micros))
+FROM ledger_balance_micros($2) AS balance (micros)
+RETURNING (data ->> 'balance_micros')::bigint
+"""
+
+
 class PostgresEvents:
     """Events as rows of the `events` table (NOTIFY on commit; see chat.events)."""
 
@@ -161,3 +182,7 @@ class PostgresEvents:
 
     async def publish(self, person_id: str, type_: str, data: dict[str, Any]) -> None:
         await publish(self._pool, person_id, type_, data)
+
+    async def publish_balance(self, person_id: str) -> int:
+        balance: int = await self._pool.fetchval(_BALANCE_CHANGED_SQL, person_id, user_account(person_id))
+        return balance

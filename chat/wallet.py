@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from chat.detached import run_detached
 from chat.outbox import Outbox, PendingCall, PendingSlice
-from chat.ports import EventSink, RunStore
+from chat.ports import BalanceSink, EventSink, RunStore
 from chat.runs import RunGone
 from ledger import (
     DayUsage,
@@ -83,8 +83,12 @@ class Wallet:
         signup_grant_micros: int,
         voice_prices: VoicePriceBook | None = None,
         outbox: Outbox | None = None,
+        balances: BalanceSink | None = None,
     ) -> None:
         self._ledger = ledger
+        # Given where the balance can be read and announced in one statement (PostgreSQL);
+        # otherwise `announce` reads it from the ledger, then publishes it.
+        self._balances = balances
         self._prices = prices
         self._voice_prices = voice_prices
         self._runs = runs
@@ -115,6 +119,10 @@ class Wallet:
         return await call_cost(self._prices, model=model, tokens=token_usage(usage), at=datetime.now(UTC))
 
     async def announce(self, person_id: str) -> None:
+        """Tell the person's live clients their balance now (`wallet.changed`)."""
+        if self._balances is not None:
+            await self._balances.publish_balance(person_id)
+            return
         balance = await self.balance_micros(person_id)
         await self._events.publish(
             person_id, "wallet.changed", {"balance_micros": balance, "balance": format_rupiah(balance)}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from app.server import SINGLE_STATEMENTS_POOL_MAX
 from settings import Settings
 from tests.fakes.servers import serve_subprocess
 
@@ -59,6 +60,10 @@ def test_a_turn_shows_in_the_json_log_and_on_the_metrics_page(settings: Settings
     assert samples["avagenc_calls_active"] == 0
     assert samples["avagenc_wake_backlog"] == 0
     assert samples['avagenc_db_connections{pool="statements",state="max"}'] == 20
+    # Named for SINGLE_STATEMENTS_POOL_MAX, the pool the limiter shares with live-event reads
+    # and sign-in checks; no pool keeps the old name `limits`.
+    assert samples['avagenc_db_connections{pool="single_statements",state="max"}'] == SINGLE_STATEMENTS_POOL_MAX
+    assert not any('pool="limits"' in name for name in samples)
     assert "avagenc_sse_clients" in scraped.text
 
     lines = log_path.read_text().splitlines()

@@ -94,3 +94,67 @@ async def test_catch_up_waits_for_the_worker_already_learning_that_person(
     finally:
         await pool.release(worker)
     assert recording.batches == [["my favourite food is rendang"]]
+
+
+class Statements:
+    """Every statement the connections of some pools send while `counting` (asyncpg's query
+    loggers), by pool: asyncpg's reset on handing a connection back is one of them."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, list[str]] = {}
+
+    async def watch(self, name: str, pool: asyncpg.Pool) -> None:
+        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        for conn in held:
+            conn.add_query_logger(lambda record, name=name: self.sent.setdefault(name, []).append(record.query))
+        for conn in held:
+            await pool.release(conn)
+        await asyncio.sleep(0)  # loggers run from call_soon: the check-ins above land now
+        self.sent.clear()
+
+    async def taken(self) -> dict[str, list[str]]:
+        await asyncio.sleep(0)
+        sent, self.sent = self.sent, {}
+        return sent
+
+
+async def test_a_pass_that_finds_nothing_new_is_one_statement_and_takes_no_lock(database_url: str) -> None:
+    """Most of the worker's passes find nothing new (issue 24: about 2.4 a turn): each is the
+    one backlog check on a connection handed back without a reset, not a try-lock, a cursor
+    read, an unlock and the pool's reset. With a backlog the pass still learns it, once."""
+    from database import create_pool
+
+    pool = await create_pool(database_url, size_max=2)
+    reads = await create_pool(database_url, size_max=1, single_statements=True)
+    try:
+        mira = await _person(pool, "Mira")
+        await Threads(pool).append(mira, author="human", text="I live in Jakarta", channel="text")
+        recording = Recording()
+        learning = Learning(pool=pool, knowledge=recording, reads=reads)  # type: ignore[arg-type]
+        statements = Statements()
+        await statements.watch("statements", pool)
+        await statements.watch("reads", reads)
+
+        assert await learning.catch_up(mira, timeout_s=30) == 1
+        learned = await statements.taken()
+        # The backlog seen; the batch reached the thread's last message: no pass after it.
+        assert len(learned["reads"]) == 1
+        assert sum("pg_advisory_lock" in q for q in learned["statements"]) == 1
+
+        assert await learning.catch_up(mira, timeout_s=30) == 0
+        empty = await statements.taken()
+        assert list(empty) == ["reads"] and len(empty["reads"]) == 1, empty  # no lock, no reset
+        assert "knowledge_cursors" in empty["reads"][0]
+        assert recording.batches == [["I live in Jakarta"]]
+
+        # A thread longer than a batch: passes follow each other until its end.
+        threads = Threads(pool)
+        for text in ("I work at Gojek", "I have a cat", "my sister is Rina"):
+            await threads.append(mira, author="human", text=text, channel="text")
+        two_at_a_time = Learning(pool=pool, knowledge=recording, batch_max=2, reads=reads)  # type: ignore[arg-type]
+        assert await two_at_a_time.catch_up(mira, timeout_s=30) == 3
+        assert recording.batches[1:] == [["I work at Gojek", "I have a cat"], ["my sister is Rina"]]
+        assert len((await statements.taken())["reads"]) == 1  # before the first batch only
+    finally:
+        await reads.close()
+        await pool.close()
