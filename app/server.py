@@ -607,7 +607,9 @@ def serve_app(services: Services) -> FastAPI:
     if later is None:
         add_doors(app, *_call_doors(services.voice))
         return app
-    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None)
+    # Outermost, so it sees every request: a call waits for the doors, and until they begin
+    # loading, the requests in flight are counted for the loading's quiet spell.
+    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None, traffic=later.traffic)
     later.start(
         lambda stack: build_voice(
             settings,

@@ -25,6 +25,7 @@ from chat import CallElsewhere, LiveCall, People, Tickets, TokenVerifier, Turns,
 from database import Listener
 from settings import Settings
 from telemetry import carried, continuing, span
+from web.doors import Traffic
 
 if TYPE_CHECKING:
     from pipecat.services.stt_service import STTService
@@ -42,6 +43,13 @@ _CALLS_END_S = 10.0
 # The interpreter's switch interval while voice loads in a thread beside the serving loop
 # (VoiceLater): the longest a woken loop waits for the loading thread to let go.
 _LOADING_SWITCH_S = 0.0005
+# How long the server must have had no request in flight before the call doors begin
+# loading (VoiceLater): a person's next message within it is answered without them beside
+# it, and a client's burst after a wake-up (sign-in, a page, a turn) comes in well under it.
+LOAD_AFTER_QUIET_S = 0.3
+# The longest the loading waits for that quiet after the server listens: an instance never
+# idle still gets its doors (and its startup heap frozen, app.server.freeze_startup_heap).
+LOAD_WAIT_MAX_S = 10.0
 
 
 def choose_engines(
@@ -298,14 +306,21 @@ class VoiceLater:
     shutdown where the doors would have been.
 
     The import begins once the server listens (`serving`, set by the root): begun earlier,
-    it took the interpreter's lock from the server's own start half the time. While it
-    runs, the interpreter hands its lock over every `_LOADING_SWITCH_S` instead of 5 ms, so
-    a text turn waking on the loop waits that long for it, not 5 ms per wake-up
-    (docs/scaling.md#cold-start)."""
+    it took the interpreter's lock from the server's own start half the time. Then it waits
+    until the server has had no request in flight for `quiet_s` (`traffic`, counted by the
+    edge, web.doors.DoorsStarting) or a call door is reached, whichever comes first, at
+    most `wait_max_s`: loaded beside a woken instance's first text turn, the doors made it
+    1.5x a warm one on a quiet machine and up to 7x on a busy one. Once begun, it runs to
+    the end. While it runs, the interpreter hands its lock over every `_LOADING_SWITCH_S`
+    instead of 5 ms, so a text turn waking on the loop waits that long for it, not 5 ms
+    per wake-up (docs/scaling.md#cold-start)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, quiet_s: float = LOAD_AFTER_QUIET_S, wait_max_s: float = LOAD_WAIT_MAX_S) -> None:
         self.ready = asyncio.Event()
         self.serving = asyncio.Event()
+        self.traffic = Traffic()
+        self._quiet_s = quiet_s
+        self._wait_max_s = wait_max_s
         self.doors: VoiceDoors | None = None
         self.speech = "loading in the background"
         self.preload: threading.Thread | None = None
@@ -319,6 +334,8 @@ class VoiceLater:
     ) -> None:
         async def load() -> None:
             await self.serving.wait()
+            began = await self.traffic.quiet(self._quiet_s, at_most_s=self._wait_max_s)
+            log.info("voice doors loading: %s", began)
             switch_s = sys.getswitchinterval()
             sys.setswitchinterval(min(switch_s, _LOADING_SWITCH_S))
             try:

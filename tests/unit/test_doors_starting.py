@@ -1,15 +1,18 @@
 """Call doors that arrive after the app serves (web/doors.py): a call placed while they are
 being built waits for them instead of meeting a 404, text never waits, and a door that
-never comes answers 503 `voice_starting` (close 1013 on a socket), never 500."""
+never comes answers 503 `voice_starting` (close 1013 on a socket), never 500. Their loading
+waits for no request to be in flight for a quiet spell, or for a call (`Traffic`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import httpx
 from fastapi import APIRouter, FastAPI
+from fastapi.responses import StreamingResponse
 
-from web.doors import DoorsStarting, add_doors
+from web.doors import DoorsStarting, Traffic, add_doors
 
 
 def _app(ready: asyncio.Event, routers: list[APIRouter], *, wait_s: float = 30.0) -> FastAPI:
@@ -59,3 +62,72 @@ async def test_a_door_that_never_comes_answers_retry_later() -> None:
     assert answer.status_code == 503
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["type"] == "voice_starting" and "retry-after" in answer.headers
+
+
+def _busy_app(traffic: Traffic, gate: asyncio.Event) -> FastAPI:
+    """An app whose `/v1/slow` is answered once `gate` opens and whose `/v1/stream` is an
+    answer that goes on until it does (a live-event stream), its doors not yet there."""
+    app = FastAPI()
+
+    @app.get("/v1/slow")
+    async def slow() -> dict[str, str]:
+        await gate.wait()
+        return {"ok": "yes"}
+
+    @app.get("/v1/stream")
+    async def stream() -> StreamingResponse:
+        async def events() -> AsyncIterator[bytes]:
+            yield b": open\n\n"
+            await gate.wait()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    app.add_middleware(DoorsStarting, ready=asyncio.Event(), open_=lambda: False, wait_s=30.0, traffic=traffic)
+    return app
+
+
+async def test_the_loading_waits_while_a_request_is_answered_then_a_quiet_spell() -> None:
+    traffic, gate = Traffic(), asyncio.Event()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
+        slow = asyncio.create_task(c.get("/v1/slow"))
+        await asyncio.sleep(0.02)
+        waiting = asyncio.create_task(traffic.quiet(0.05, at_most_s=30.0))
+        await asyncio.sleep(0.3)
+        assert not waiting.done(), "a request in flight holds the loading back past the spell"
+        gate.set()
+        assert (await slow).status_code == 200
+        assert await asyncio.wait_for(waiting, 5) == "the server is quiet"
+    assert not traffic.watching
+
+
+async def test_a_live_event_stream_counts_only_until_it_opens() -> None:
+    traffic, gate = Traffic(), asyncio.Event()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
+        stream = asyncio.create_task(c.get("/v1/stream"))  # (this transport reads it whole: done once it ends)
+        await asyncio.sleep(0.02)
+        assert await asyncio.wait_for(traffic.quiet(0.05, at_most_s=30.0), 5) == "the server is quiet"
+        assert not stream.done(), "the stream is still open"
+        gate.set()
+        assert (await stream).status_code == 200
+
+
+async def test_a_call_begins_the_loading_at_once_and_the_wait_is_bounded() -> None:
+    traffic, gate = Traffic(), asyncio.Event()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
+        slow = asyncio.create_task(c.get("/v1/slow"))
+        await asyncio.sleep(0.02)
+        waiting = asyncio.create_task(traffic.quiet(0.05, at_most_s=30.0))
+        await asyncio.sleep(0.1)
+        call = asyncio.create_task(c.post("/v1/voice/webrtc/offer"))
+        assert await asyncio.wait_for(waiting, 5) == "a call came"
+        assert not slow.done()
+        call.cancel()
+        gate.set()
+        await slow
+    busy, gate = Traffic(), asyncio.Event()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(busy, gate)), base_url="http://t") as c:
+        slow = asyncio.create_task(c.get("/v1/slow"))
+        await asyncio.sleep(0.02)
+        assert await asyncio.wait_for(busy.quiet(0.05, at_most_s=0.2), 5) == "no quiet within 0.2 s"
+        gate.set()
+        await slow
