@@ -25,10 +25,12 @@ from pipecat.frames.frames import (
     InterimTranscriptionFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
+    MetricsFrame,
     StartFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
 )
+from pipecat.metrics.metrics import TTSUsageMetricsData
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
@@ -40,7 +42,13 @@ from app.voice import choose_engines
 from bench.cloudsim.latency import LogNormal
 from bench.cloudsim.speech import Failure, SimulatedSpeech, espeak_synthesise, resample_pcm16, throwaway_credentials
 from settings import Settings
-from voice.engines.google import ProsodyGoogleTTSService, google_stt, pause_tag, streaming_prosody
+from voice.engines.google import (
+    ProsodyGoogleTTSService,
+    SsmlGoogleHttpTTSService,
+    google_stt,
+    pause_tag,
+    streaming_prosody,
+)
 from voice.engines.whisper import preload_whisper
 from voice.prosody import PROSODY, emotion_to_ssml, segment_ssml, strip_stray_tags, text_type_for
 
@@ -245,6 +253,27 @@ def test_rates_are_clamped_to_what_google_accepts_and_pauses_pick_a_tag() -> Non
     assert streaming_prosody('<speak><prosody rate="900%">x</prosody></speak>') == ("x", 2.0)
 
 
+async def test_a_sentence_is_billed_the_characters_google_received(speech: SimulatedSpeech, credentials: Path) -> None:
+    tts = ProsodyGoogleTTSService(
+        credentials_path=str(credentials), endpoint=speech.endpoint, text_transforms=TRANSFORMS
+    )
+    down, _up = await run_test(
+        tts,
+        frames_to_send=[
+            LLMFullResponseStartFrame(),
+            AggregatedTextFrame("Sure, one moment.", text_type_for("thinking")),
+            LLMFullResponseEndFrame(),
+        ],
+        pipeline_params=PipelineParams(audio_out_sample_rate=RATE, enable_usage_metrics=True),
+    )
+    counted = [
+        d.value for f in down if isinstance(f, MetricsFrame) for d in f.data if isinstance(d, TTSUsageMetricsData)
+    ]
+    (seen,) = speech.syntheses
+    # The pause tag is sent, so it is billed: what the meter counts is what Google bills.
+    assert counted == [seen.characters] == [len(f"Sure, one moment. {pause_tag(PROSODY['thinking'].pause_ms)}")]
+
+
 async def test_an_error_mid_sentence_is_reported_after_the_audio_before_it(
     speech: SimulatedSpeech, credentials: Path
 ) -> None:
@@ -311,3 +340,28 @@ async def test_the_settings_point_the_product_at_the_fakes(
     assert speech.syntheses[-1].speaking_rate == pytest.approx(1.22)
     with pytest.raises(ValueError, match="GOOGLE_SPEECH_CREDENTIALS"):
         Settings(_env_file=None, session_secret=SecretStr("x" * 40), voice_hearing="google")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("voice_speech", "line_says", "tts_kind"),
+    [
+        ("auto", "Google Cloud TTS (streaming)", ProsodyGoogleTTSService),
+        ("google-http", "Google Cloud TTS (HTTP, SSML)", SsmlGoogleHttpTTSService),
+    ],
+)
+async def test_auto_picks_the_streaming_voice_with_credentials_and_the_http_voice_stays_selectable(
+    credentials: Path, tmp_path: Path, voice_speech: str, line_says: str, tts_kind: type[FrameProcessor]
+) -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        avagenc_home=tmp_path,
+        session_secret=SecretStr("x" * 40),
+        google_speech_credentials=credentials,
+        voice_speech=voice_speech,
+        voice_preload=False,
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        engines, line, preload = choose_engines(settings, stack)
+        _stt, tts = engines.for_language("en")
+    assert line == f"Google Cloud STT (streaming) + {line_says}" and preload is None
+    assert type(tts) is tts_kind
