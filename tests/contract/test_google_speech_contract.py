@@ -25,12 +25,10 @@ from pipecat.frames.frames import (
     InterimTranscriptionFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
-    MetricsFrame,
     StartFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
 )
-from pipecat.metrics.metrics import TTSUsageMetricsData
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
@@ -251,27 +249,6 @@ def test_rates_are_clamped_to_what_google_accepts_and_pauses_pick_a_tag() -> Non
     assert streaming_prosody(segment_ssml("Hi.", "anxious"))[0] == "Hi. [pause short]"
     assert streaming_prosody("plain words") == ("plain words [pause]", 1.0)  # a neutral sentence's pause
     assert streaming_prosody('<speak><prosody rate="900%">x</prosody></speak>') == ("x", 2.0)
-
-
-async def test_a_sentence_is_billed_the_characters_google_received(speech: SimulatedSpeech, credentials: Path) -> None:
-    tts = ProsodyGoogleTTSService(
-        credentials_path=str(credentials), endpoint=speech.endpoint, text_transforms=TRANSFORMS
-    )
-    down, _up = await run_test(
-        tts,
-        frames_to_send=[
-            LLMFullResponseStartFrame(),
-            AggregatedTextFrame("Sure, one moment.", text_type_for("thinking")),
-            LLMFullResponseEndFrame(),
-        ],
-        pipeline_params=PipelineParams(audio_out_sample_rate=RATE, enable_usage_metrics=True),
-    )
-    counted = [
-        d.value for f in down if isinstance(f, MetricsFrame) for d in f.data if isinstance(d, TTSUsageMetricsData)
-    ]
-    (seen,) = speech.syntheses
-    # The pause tag is sent, so it is billed: what the meter counts is what Google bills.
-    assert counted == [seen.characters] == [len(f"Sure, one moment. {pause_tag(PROSODY['thinking'].pause_ms)}")]
 
 
 async def test_an_error_mid_sentence_is_reported_after_the_audio_before_it(
