@@ -575,7 +575,7 @@ class Turns:
         try:
             page = await self._threads.recent(person.id, limit=_BILLING_ANCHOR_LOOKBACK)
             answers = [message for message in page.messages if message.author != "human"]
-            run = None
+            run: Run | None = None
             if answers:
                 run = await self._runs.start(
                     person.id,
