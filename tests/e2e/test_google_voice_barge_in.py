@@ -202,7 +202,7 @@ async def test_speaking_over_ava_stops_her_voice_and_generation_and_bills_what_w
     heard_ms = sum(e.metadata["stt"]["ms"] for e in slices)
     sent_ms = sum(r.audio_bytes for r in speech.recognitions) * 1000 // BYTES_PER_S
     print(json.dumps({"stt_ms_billed": heard_ms, "stt_ms_sent": sent_ms}))
-    assert abs(heard_ms - sent_ms) <= 40, (heard_ms, sent_ms)  # two 20 ms frames either way
+    assert abs(heard_ms - sent_ms) <= 20, (heard_ms, sent_ms)  # within one 20 ms frame
     for e in slices:
         stt, tts = e.metadata["stt"], e.metadata["tts"]
         cost = (
