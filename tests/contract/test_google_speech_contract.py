@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Literal
 
 import grpc
 import pytest
@@ -327,7 +328,11 @@ async def test_the_settings_point_the_product_at_the_fakes(
     ],
 )
 async def test_auto_picks_the_streaming_voice_with_credentials_and_the_http_voice_stays_selectable(
-    credentials: Path, tmp_path: Path, voice_speech: str, line_says: str, tts_kind: type[FrameProcessor]
+    credentials: Path,
+    tmp_path: Path,
+    voice_speech: Literal["auto", "google-http"],
+    line_says: str,
+    tts_kind: type[FrameProcessor],
 ) -> None:
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
