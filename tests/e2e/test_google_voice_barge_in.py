@@ -112,6 +112,21 @@ def barge_in_at(items: list[dict[str, Any] | bytes]) -> int:
     )
 
 
+def what_the_speaker_got(items: list[dict[str, Any] | bytes]) -> str:
+    """The call as the speaker got it: each event, and the bytes of audio between them."""
+    lines: list[str] = []
+    audio = 0
+    for item in items:
+        if isinstance(item, bytes):
+            audio += len(item)
+            continue
+        if audio:
+            lines.append(f"audio {audio} bytes")
+            audio = 0
+        lines.append(json.dumps(item)[:100])
+    return "\n".join([*lines, f"audio {audio} bytes"] if audio else lines)
+
+
 def story_heard_before_the_clear(items: list[dict[str, Any] | bytes]) -> tuple[str, int]:
     """The last story sentence captioned before the barge-in's `clear`, and the bytes of
     audio that reached the client after its caption (what was played of it)."""
@@ -139,14 +154,15 @@ async def test_speaking_over_ava_stops_her_voice_and_generation_and_bills_what_w
         await wait_for(heard, lambda h: any(c["text"] == NOON for c in h.of("transcript", "assistant")), timeout_s=30)
         await wait_quiet(heard)
 
+    timeline = what_the_speaker_got(heard.items)  # for the messages of the asserts below
     # She stopped: the sentence being said when the person spoke was not finished.
     sentence, played_bytes = story_heard_before_the_clear(heard.items)
     assert sentence in STORY_SENTENCES
     [synthesis] = [s for s in speech.syntheses if s.inputs and s.inputs[0].startswith(sentence)]
-    assert played_bytes < synthesis.audio_bytes or synthesis.cancelled, (played_bytes, synthesis)
+    assert played_bytes < synthesis.audio_bytes or synthesis.cancelled, (played_bytes, synthesis, timeline)
     # Nothing of the story was said after the clear: only the answer to the new question.
     after = [e["text"] for e in heard.items[barge_in_at(heard.items) :] if isinstance(e, dict) and is_caption(e)]
-    assert after == [NOON], after
+    assert after == [NOON], timeline
 
     # The generation behind her stopped too: every story request was cut well short.
     story_served = [s for s in sim.served if not s.structured and s.request and "story" in newest_words(s.request)]
@@ -201,7 +217,6 @@ async def test_speaking_over_ava_stops_her_voice_and_generation_and_bills_what_w
     assert sum(e.metadata["tts"]["characters"] for e in slices) == sum(s.characters for s in speech.syntheses)
     heard_ms = sum(e.metadata["stt"]["ms"] for e in slices)
     sent_ms = sum(r.audio_bytes for r in speech.recognitions) * 1000 // BYTES_PER_S
-    print(json.dumps({"stt_ms_billed": heard_ms, "stt_ms_sent": sent_ms}))
     assert abs(heard_ms - sent_ms) <= 20, (heard_ms, sent_ms)  # within one 20 ms frame
     for e in slices:
         stt, tts = e.metadata["stt"], e.metadata["tts"]
