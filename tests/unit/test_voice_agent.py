@@ -158,10 +158,11 @@ async def test_a_sentence_being_pushed_when_the_person_speaks_goes_before_the_in
 
     agent = AvaVoiceAgent(streaming_turn)
 
-    @agent.event_handler("on_before_push_frame")
     async def slow_push(_processor: object, frame: object) -> None:
         if isinstance(frame, OutputTransportMessageFrame) and frame.message.get("text") == "Second.":
             await asyncio.sleep(0.3)  # the person starts speaking while this is on its way
+
+    agent.add_event_handler("on_before_push_frame", slow_push)
 
     down, _ = await run_test(
         agent, frames_to_send=[said("tell me"), SleepFrame(0.2), InterruptionFrame(), SleepFrame(0.5)]
