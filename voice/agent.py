@@ -115,8 +115,8 @@ class AvaVoiceAgent(FrameProcessor):
         self._stop: asyncio.Event | None = None  # the generation being spoken, if any
         # A sentence's frames go out whole before a barge-in's interruption or not at all:
         # pushing yields (observers, event handlers), and a sentence checked as current and
-        # pushed after the interruption had passed was spoken after it (heard in
-        # tests/e2e/test_google_voice_barge_in.py; docs/sockets.md#voice-pipeline).
+        # pushed after the interruption had passed was spoken after it
+        # (docs/sockets.md#voice-pipeline).
         self._pushing = asyncio.Lock()
 
     def can_generate_metrics(self) -> bool:
