@@ -198,7 +198,7 @@ class Settings(BaseSettings):
     google_tts_voice: str = "en-US-Neural2-F"
     google_stt_languages: list[str] = Field(default_factory=lambda: ["en-US", "id-ID"])
     # Which engines hear and speak on calls (docs/sockets.md#google-speech). "auto": Google's
-    # streaming STT and HTTP TTS with credentials, offline without. Any mix is allowed,
+    # streaming STT and streaming TTS with credentials, offline without. Any mix is allowed,
     # e.g. offline hearing with Google's streaming voice.
     voice_hearing: Literal["auto", "offline", "google"] = "auto"
     voice_speech: Literal["auto", "offline", "google-http", "google-streaming"] = "auto"

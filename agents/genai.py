@@ -19,11 +19,13 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import math
 import random
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from typing import TypeVar
 
 import httpx
 from google import genai
@@ -44,6 +46,7 @@ _REASON_CHARS_MAX = 200
 # answer (our timeout, httpx's transport errors), or a request or answer the SDK could
 # not encode or decode (pydantic and JSON errors are ValueErrors).
 _FAILURES = (errors.APIError, TimeoutError, httpx.RequestError, ValueError)
+T = TypeVar("T")
 
 
 class GeminiClient:
@@ -73,7 +76,9 @@ class GeminiClient:
         self._backoff_s = backoff_s
         # Our own httpx client pins the transport: with aiohttp installed the SDK would
         # pick it instead, with a different set of exceptions to classify.
-        self._http = httpx.AsyncClient(timeout=timeout_s, verify=_tls_context())
+        self._http = httpx.AsyncClient(
+            timeout=timeout_s, verify=_tls_context(), event_hooks={"response": [_note_streamed]}
+        )
         self.sdk = genai.Client(
             vertexai=False,
             api_key=api_key,
@@ -137,18 +142,26 @@ class GeminiClient:
             if attempt:
                 await asyncio.sleep(self._backoff_delay_s(attempt - 1))
             received = False
+            opened: list[httpx.Response] = []
             try:
                 async with asyncio.timeout(self._timeout_s):
-                    chunks = await self.sdk.aio.models.generate_content_stream(
-                        model=model, contents=contents, config=config
+                    chunks = await _noting(
+                        opened,
+                        self.sdk.aio.models.generate_content_stream(model=model, contents=contents, config=config),
                     )
                     try:
-                        async for chunk in chunks:
+                        while (chunk := await _noting(opened, anext(chunks, None))) is not None:
                             received = True
                             yield chunk
                     finally:
-                        # The SDK hands back an async generator; closing it closes the response.
                         await _aclose(chunks)
+                        # Closing the SDK's generator leaves the generators it reads from
+                        # open until they are garbage collected, and the HTTP response with
+                        # them: Google went on generating (and billing) an answer a barge-in
+                        # had stopped (docs/money.md#charging). The response itself is
+                        # closed here, which ends the stream at Google.
+                        for response in opened:
+                            await response.aclose()
                 return
             except _FAILURES as exc:
                 if received or not _retryable(exc):
@@ -189,6 +202,28 @@ class GeminiClient:
         else:
             reason = type(exc).__name__
         return reason.replace(self._api_key, "[api key]")
+
+
+# The HTTP responses opened by the streamed request under way in this task (`stream`).
+_STREAMED: contextvars.ContextVar[list[httpx.Response] | None] = contextvars.ContextVar("gemini_streamed", default=None)
+
+
+async def _noting(opened: list[httpx.Response], step: Awaitable[T]) -> T:
+    """Await one step of the SDK's stream, noting in `opened` any HTTP response it opens
+    (the request goes out on the stream's first step, not when it is made). Only while the
+    SDK runs: nothing is noted while a chunk is with our caller."""
+    noting = _STREAMED.set(opened)
+    try:
+        return await step
+    finally:
+        _STREAMED.reset(noting)
+
+
+async def _note_streamed(response: httpx.Response) -> None:
+    """httpx's response hook: a response opened for `stream` is noted so it can be closed."""
+    opened = _STREAMED.get()
+    if opened is not None:
+        opened.append(response)
 
 
 @functools.cache

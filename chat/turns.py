@@ -572,21 +572,27 @@ class Turns:
         # The run hangs on the thread's newest agent message, never on a person's: a run on
         # a person's message counts as its answer, so one the call's end left unanswered
         # would be hidden from the recovery sweep (docs/money.md#a-speculative-first-call).
-        page = await self._threads.recent(person.id, limit=_BILLING_ANCHOR_LOOKBACK)
-        answers = [message for message in page.messages if message.author != "human"]
-        if not answers:
+        try:
+            page = await self._threads.recent(person.id, limit=_BILLING_ANCHOR_LOOKBACK)
+            answers = [message for message in page.messages if message.author != "human"]
+            run: Run | None = None
+            if answers:
+                run = await self._runs.start(
+                    person.id,
+                    agent=dropped[0].agent,
+                    trigger="human",
+                    parent_run_id=None,
+                    trigger_message_id=answers[-1].id,
+                    origin_message_id=answers[-1].id,
+                    channel=channel,
+                )
+        except BaseException:
+            # No run to bill them with (the database away): they wait for the next turn.
             self._dropped.setdefault(person.id, [])[:0] = dropped  # ahead of any dropped meanwhile
+            raise
+        if run is None:
+            self._dropped.setdefault(person.id, [])[:0] = dropped
             return 0
-        newest = answers[-1]
-        run = await self._runs.start(
-            person.id,
-            agent=dropped[0].agent,
-            trigger="human",
-            parent_run_id=None,
-            trigger_message_id=newest.id,
-            origin_message_id=newest.id,
-            channel=channel,
-        )
         charged = 0
         try:
             for index, speculation in enumerate(dropped, start=1):

@@ -113,6 +113,11 @@ class AvaVoiceAgent(FrameProcessor):
         self._generation = 0
         self._ending = False
         self._stop: asyncio.Event | None = None  # the generation being spoken, if any
+        # A sentence's frames go out whole before a barge-in's interruption or not at all:
+        # pushing yields (observers, event handlers), and a sentence checked as current and
+        # pushed after the interruption had passed was spoken after it
+        # (docs/sockets.md#voice-pipeline).
+        self._pushing = asyncio.Lock()
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -133,9 +138,10 @@ class AvaVoiceAgent(FrameProcessor):
                 traced.end()  # nothing to run: the turn is over as it began
             return
         if isinstance(frame, InterruptionFrame):
-            self._generation += 1
-            if self._stop is not None:
-                self._stop.set()  # the generation being spoken stops where it is
+            async with self._pushing:  # after a sentence being pushed, so it goes before this
+                self._generation += 1
+                if self._stop is not None:
+                    self._stop.set()  # the generation being spoken stops where it is
         await self.push_frame(frame, direction)
 
     async def _respond(self, text: str, generation: int, traced: VoiceTurnTrace | None = None) -> None:
@@ -166,15 +172,16 @@ class AvaVoiceAgent(FrameProcessor):
                 self._stop = None
         if not started:
             await self.stop_ttfb_metrics()
-        if reply is None or self._ending or (generation != self._generation and not reply.end_call):
-            # Nothing (more) to say: the turn could not run, a goodbye is under way, or
-            # the person spoke over us meanwhile (the thread has it, the speech is stale).
-            if started:
-                await self.push_frame(_stamped(LLMFullResponseEndFrame(), traced))
-            elif traced is not None:
-                traced.end()
-            return
-        await self.speak(reply, started=started, traced=traced)
+        async with self._pushing:
+            if reply is None or self._ending or (generation != self._generation and not reply.end_call):
+                # Nothing (more) to say: the turn could not run, a goodbye is under way, or
+                # the person spoke over us meanwhile (the thread has it, the speech is stale).
+                if started:
+                    await self.push_frame(_stamped(LLMFullResponseEndFrame(), traced))
+                elif traced is not None:
+                    traced.end()
+                return
+            await self.speak(reply, started=started, traced=traced)
 
     async def _speak_as_said(
         self, said: asyncio.Queue[Segment | None], generation: int, traced: VoiceTurnTrace | None
@@ -182,14 +189,17 @@ class AvaVoiceAgent(FrameProcessor):
         """Speaks each sentence as the turn says it; True when anything was spoken."""
         started = False
         while (segment := await said.get()) is not None:
-            if generation != self._generation or self._ending:
-                continue
-            if not started:
-                started = True
-                await self.stop_ttfb_metrics()
-                await self.push_frame(LLMFullResponseStartFrame())
-            await self.push_frame(caption("assistant", segment.text, segment.emotion))
-            await self.push_frame(_stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced))
+            async with self._pushing:
+                if generation != self._generation or self._ending:
+                    continue
+                if not started:
+                    started = True
+                    await self.stop_ttfb_metrics()
+                    await self.push_frame(LLMFullResponseStartFrame())
+                await self.push_frame(caption("assistant", segment.text, segment.emotion))
+                await self.push_frame(
+                    _stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced)
+                )
         return started
 
     async def speak(self, reply: SpokenReply, *, started: bool = False, traced: VoiceTurnTrace | None = None) -> None:

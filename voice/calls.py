@@ -184,6 +184,8 @@ class CallForesight:
         self._call = call
         self._zone = zone
         self._guess: asyncio.Task[bool] | None = None  # the newest guess being made
+        # Billing the guesses the call dropped, started by `close` and left to run on its own.
+        self.billing: asyncio.Task[int] | None = None
 
     def heard(self, text: str) -> None:
         if self._call.end_reason is not None:
@@ -195,19 +197,31 @@ class CallForesight:
 
     async def close(self) -> None:
         """The call is over: a guess still out is withdrawn, and the person's guesses that
-        no turn adopted are billed now, with a run of their own (docs/money.md#a-speculative-
-        first-call). Billing that cannot be done now (the database away) is logged; the
-        calls then wait for the person's next turn, as a dropped guess did before."""
+        no turn adopted are billed with a run of their own (docs/money.md#a-speculative-
+        first-call), in detached work the call's end does not wait for. A dropped guess
+        reports its usage when its stream next sends (up to chat.speculation's
+        SETTLE_TIMEOUT_S, 30 s), and a call's end held that long kept a person who called
+        straight back out of their next call (CallLimits.handover_s is 2 s). The billing
+        is waited for at shutdown with the rest of the detached work (chat.detached)."""
         if self._guess is not None and not self._guess.done():
             self._guess.cancel()
+        # Withdrawn now, not when the billing task first runs: the guess stops sending.
+        self._turns.unforeseen(self._call.person.id)
+        if self.billing is None:
+            self.billing = detach(self._bill_dropped(), name="call-foresight-billing")
+
+    async def _bill_dropped(self) -> int:
+        """Billing that cannot be done now (the database away) is logged; the calls then
+        wait for the person's next turn, as a dropped guess did before."""
         try:
-            await self._turns.bill_dropped(self._call.person, channel=self._call.channel)  # type: ignore[arg-type]
+            return await self._turns.bill_dropped(self._call.person, channel=self._call.channel)  # type: ignore[arg-type]
         except Exception as exc:
             log.warning(
                 "dropped speculative calls not billed at the call's end: %s",
                 type(exc).__name__,
                 extra={"call": self._call.id},
             )
+            return 0
 
     async def _foresee(self, text: str) -> bool:
         try:

@@ -14,6 +14,7 @@ from agents import FunctionCall, ModelRequest, ModelUnavailable
 from agents.gemini import GeminiModel
 from agents.model import Content, ToolSpec
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
+from bench.cloudsim.latency import LogNormal, ModelLatency
 
 TOOL = ToolSpec("zee", "Hand on to Zee.", {"type": "object", "properties": {"tag": {"type": "string"}}})
 REQUEST = ModelRequest(
@@ -102,6 +103,24 @@ async def test_a_stream_stopped_early_is_billed_for_what_arrived(sim: SimulatedG
     # The first chunk's own count: what Google had sent when we stopped reading.
     assert 0 < response.usage.output_tokens <= sim.served[-1].output_tokens
     assert response.usage.output_tokens == (len(heard[0]) + 3) // 4
+
+
+async def test_a_stream_stopped_early_ends_at_the_vendor_too(sim: SimulatedGemini, gemini: GeminiModel) -> None:
+    """Stopping must close the HTTP response, not only stop reading it: a response left
+    open kept Google generating, and billing, the rest of an answer nobody would hear."""
+    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=40.0)
+    script(sim, Answer(text=LONG * 10, prompt_tokens=90), Answer(text="Next.", prompt_tokens=20))
+    stop = asyncio.Event()
+    response = await gemini.stream(request=REQUEST, on_text=lambda _piece: stop.set(), stop=stop)
+    assert response.cut
+    served = sim.served[-1]
+    async with asyncio.timeout(5):  # the vendor notices at its next write (one every 0.2 s here)
+        while not served.dropped:
+            await asyncio.sleep(0.02)
+    full_tokens = (len(LONG * 10) + 3) // 4
+    assert response.usage.output_tokens <= served.output_tokens < full_tokens // 4
+    # The next call is served as usual, on a connection of its own.
+    assert (await gemini.stream(request=REQUEST, on_text=lambda _piece: None)).text == "Next."
 
 
 async def test_the_connection_is_kept_for_the_next_call(sim: SimulatedGemini, gemini: GeminiModel) -> None:

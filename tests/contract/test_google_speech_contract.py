@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Literal
 
 import grpc
 import pytest
@@ -40,7 +41,13 @@ from app.voice import choose_engines
 from bench.cloudsim.latency import LogNormal
 from bench.cloudsim.speech import Failure, SimulatedSpeech, espeak_synthesise, resample_pcm16, throwaway_credentials
 from settings import Settings
-from voice.engines.google import ProsodyGoogleTTSService, google_stt, pause_tag, streaming_prosody
+from voice.engines.google import (
+    ProsodyGoogleTTSService,
+    SsmlGoogleHttpTTSService,
+    google_stt,
+    pause_tag,
+    streaming_prosody,
+)
 from voice.engines.whisper import preload_whisper
 from voice.prosody import PROSODY, emotion_to_ssml, segment_ssml, strip_stray_tags, text_type_for
 
@@ -311,3 +318,32 @@ async def test_the_settings_point_the_product_at_the_fakes(
     assert speech.syntheses[-1].speaking_rate == pytest.approx(1.22)
     with pytest.raises(ValueError, match="GOOGLE_SPEECH_CREDENTIALS"):
         Settings(_env_file=None, session_secret=SecretStr("x" * 40), voice_hearing="google")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("voice_speech", "line_says", "tts_kind"),
+    [
+        ("auto", "Google Cloud TTS (streaming)", ProsodyGoogleTTSService),
+        ("google-http", "Google Cloud TTS (HTTP, SSML)", SsmlGoogleHttpTTSService),
+    ],
+)
+async def test_auto_picks_the_streaming_voice_with_credentials_and_the_http_voice_stays_selectable(
+    credentials: Path,
+    tmp_path: Path,
+    voice_speech: Literal["auto", "google-http"],
+    line_says: str,
+    tts_kind: type[FrameProcessor],
+) -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        avagenc_home=tmp_path,
+        session_secret=SecretStr("x" * 40),
+        google_speech_credentials=credentials,
+        voice_speech=voice_speech,
+        voice_preload=False,
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        engines, line, preload = choose_engines(settings, stack)
+        _stt, tts = engines.for_language("en")
+    assert line == f"Google Cloud STT (streaming) + {line_says}" and preload is None
+    assert type(tts) is tts_kind

@@ -117,6 +117,7 @@ async def test_guesses_dropped_on_a_call_are_billed_when_it_ends_with_a_run_of_t
     assert await services.turns.foresee(me, text="tell me a story about the sea", channel="voice", zone=JAKARTA)
     await asyncio.sleep(0.05)
     await foresight.close()  # they hung up before the turn ended
+    assert foresight.billing is not None and await foresight.billing == 2  # billed beside the call's end
 
     runs = await services.pool.fetch(
         "SELECT id, agent, status, model_calls, cost_micros, trigger_message_id FROM runs WHERE person_id = $1 "
@@ -169,6 +170,7 @@ async def test_the_billing_run_never_answers_a_message_the_call_left_unanswered(
     foresight.resumed()
     cut_off = await services.threads.append(me.id, author="human", text="tell me a story", channel="voice")
     await foresight.close()
+    assert foresight.billing is not None and await foresight.billing == 1
 
     thread = await services.threads.page(me.id, before=None, after=None, limit=10)
     noon_answer = next(m for m in thread if m.author == "ava")
@@ -180,4 +182,55 @@ async def test_the_billing_run_never_answers_a_message_the_call_left_unanswered(
     assert billed is not None and billed["model_calls"] == 1
     assert billed["trigger_message_id"] == billed["origin_message_id"] == noon_answer.id
     assert not await services.pool.fetchval("SELECT EXISTS (SELECT FROM runs WHERE origin_message_id = $1)", cut_off.id)
+    assert (await services.ledger.verify()).ok
+
+
+async def test_a_call_ends_at_once_while_its_slow_dropped_guess_is_billed_after_it_once(
+    app: App, sim: SimulatedGemini
+) -> None:
+    """A dropped guess reports its usage only when its stream next sends: here its first
+    token is 3 s away. The call's end hands the billing on and returns at once (a person
+    calling straight back waits at most CallLimits.handover_s for it); the guess is still
+    charged once, when it reports."""
+    slow_s = 3.0
+    sim.responder = scripted_responder(
+        [
+            Answer(text="It is noon. #neutral#", prompt_tokens=200),  # the call's one turn
+            Answer(text=STORY, prompt_tokens=300, first_token_s=slow_s),  # the guess the call ended on
+            Answer(text="Hello again. #happy#", prompt_tokens=250),  # the person's next turn
+        ]
+    )
+    services = app.services
+    headers = await app.sign_in()
+    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    granted = await services.wallet.balance_micros(me.id)
+    foresight = CallForesight(services.turns, Call(id="call-3", person=me, channel="voice"), zone=JAKARTA)
+
+    noon = await services.turns.post(me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    assert await services.turns.foresee(me, text="tell me a story", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await foresight.close()  # they hung up while the guess was still waiting for its first token
+    ended_s = loop.time() - began
+    assert ended_s < 0.5, f"the call's end waited {ended_s:.2f} s for the guess's billing"
+    assert foresight.billing is not None and not foresight.billing.done(), "billed after the call's end"
+    await foresight.close()  # a second close starts no second billing
+    assert await asyncio.wait_for(foresight.billing, slow_s + 10) == 1
+
+    rows = await services.pool.fetch(
+        "SELECT c.run_id, c.idx, c.usage, c.cost_micros FROM run_calls c WHERE c.person_id = $1 ORDER BY c.at",
+        me.id,
+    )
+    guessed = [r for r in rows if r["run_id"] != noon.runs[0].id]
+    assert [(r["idx"], r["usage"]["prompt_tokens"]) for r in guessed] == [(1, 300)]
+    assert 0 < guessed[0]["usage"]["output_tokens"] <= sim.served[1].output_tokens
+    # Once: the person's next turn bills nothing more for it.
+    hello = await services.turns.post(me, text="hello", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    assert hello.runs[0].model_calls == 1 and hello.runs[0].usage["prompt_tokens"] == 250
+    spent = await services.pool.fetchval("SELECT sum(cost_micros) FROM run_calls WHERE person_id = $1", me.id)
+    assert spent == noon.runs[0].cost_micros + guessed[0]["cost_micros"] + hello.runs[0].cost_micros
+    assert await services.wallet.balance_micros(me.id) == granted - spent
+    assert await services.runs.uncharged_calls() == []
     assert (await services.ledger.verify()).ok

@@ -238,3 +238,39 @@ async def test_dropped_guesses_waiting_for_too_many_people_stop_new_guesses(
         assert not await w.turns.foresee(sari, text="what time is it", channel="voice", zone=JAKARTA)
     finally:
         await model.aclose()
+
+
+async def test_a_call_end_that_cannot_start_its_billing_run_leaves_the_guess_for_the_next_turn(
+    sim: SimulatedGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away at the call's end: nothing is billed then, and the dropped guess is
+    not lost either; the person's next turn bills it, once (docs/money.md#a-speculative-
+    first-call)."""
+    sim.responder = scripted_responder(
+        [
+            Answer(text="It is noon. #neutral#", prompt_tokens=200),
+            Answer(text="Sure. #neutral#", prompt_tokens=150),  # the guess the call ended on
+            Answer(text="Hi Budi!", prompt_tokens=90),
+        ]
+    )
+    w, model = await gemini_world(sim)
+    try:
+        me = await w.person()
+        await w.turns.post(me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+        assert await w.turns.foresee(me, text="turn it up", channel="voice", zone=JAKARTA)
+        await asyncio.sleep(0.05)
+
+        async def away(*_args: object, **_kwargs: object) -> None:
+            raise ConnectionError("the database is away")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(w.runs, "start", away)
+            with pytest.raises(ConnectionError):
+                await w.turns.bill_dropped(me, channel="voice")
+        result = await w.turns.post(me, text="hi", channel="voice", zone=JAKARTA, on_say=lambda s: None)
+    finally:
+        await model.aclose()
+    [run] = result.runs
+    assert run.model_calls == 2 and run.usage["prompt_tokens"] == 150 + 90
+    assert await w.turns.bill_dropped(me, channel="voice") == 0
+    assert (await w.ledger.verify()).ok

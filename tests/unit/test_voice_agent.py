@@ -139,3 +139,34 @@ async def test_a_copy_of_the_turns_context_keeps_nothing_of_the_call_once_the_tu
     assert [f.text for f in down if isinstance(f, AggregatedTextFrame)] == ["Done."]
     assert len(copies) == 1
     assert copies[0].run(live_speech) is None, "the turn's speech (and through it the call) is let go"
+
+
+async def test_a_sentence_being_pushed_when_the_person_speaks_goes_before_the_interruption_or_not_at_all() -> None:
+    """Pushing a frame can yield (an observer, an event handler): a sentence checked as
+    current, then pushed after the barge-in's interruption had gone by, reached the voice
+    after it and was spoken over the person (seen on the Google voice path)."""
+
+    async def streaming_turn(text: str) -> SpokenReply:
+        live = live_speech()
+        assert live is not None
+        live.say(Segment("First.", "neutral"))
+        await asyncio.sleep(0.1)
+        live.say(Segment("Second.", "neutral"))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(live.stop.wait(), timeout=2.0)
+        return SpokenReply((), end_call=False)
+
+    agent = AvaVoiceAgent(streaming_turn)
+
+    async def slow_push(_processor: object, frame: object) -> None:
+        if isinstance(frame, OutputTransportMessageFrame) and frame.message.get("text") == "Second.":
+            await asyncio.sleep(0.3)  # the person starts speaking while this is on its way
+
+    agent.add_event_handler("on_before_push_frame", slow_push)
+
+    down, _ = await run_test(
+        agent, frames_to_send=[said("tell me"), SleepFrame(0.2), InterruptionFrame(), SleepFrame(0.5)]
+    )
+    order = [f for f in down if isinstance(f, AggregatedTextFrame | InterruptionFrame)]
+    interrupted_at = next(i for i, f in enumerate(order) if isinstance(f, InterruptionFrame))
+    assert not [f for f in order[interrupted_at:] if isinstance(f, AggregatedTextFrame)], order

@@ -178,8 +178,10 @@ class ProsodyGoogleTTSService(GoogleTTSService):
         stream: Any = None
         try:
             stream = await self._client.streaming_synthesize(requests())
-            # Usage counts what is heard, not the markup around it.
-            await self.start_tts_usage_metrics(read_segment(text).text)
+            # Usage counts the characters sent, pause tag included: Google bills what it
+            # receives, and a sentence cut short by a barge-in was sent whole, so it is
+            # billed whole (docs/money.md#voice-seconds).
+            await self.start_tts_usage_metrics(markup)
             async for response in stream:
                 buffer += response.audio_content
                 while len(buffer) >= chunk_bytes:
