@@ -27,6 +27,10 @@ the voice, the default executor), the PostgreSQL instance's CPU, the driver's ow
 shares the cores), and each database pool's connections in use against its size, read from
 `/metrics` every second (a pool that sits at its size is where requests wait).
 
+`--server-tree DIR` serves another tree of the repository (a `git archive` of main) with
+the same driver, for a change measured against main in the same minutes; `--server-profile
+FILE` runs the server under cProfile (its main thread, the event loop; it slows the server).
+
     .venv/bin/python -m bench.load [--clients 200 --rate 50 --seconds 60] [--calls 10]
 """
 
@@ -52,7 +56,7 @@ from websockets.exceptions import WebSocketException
 
 from bench.cold_start import _prepare
 from bench.report import kept
-from bench.servers import BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
+from bench.servers import ROOT, BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
 from bench.turn_overhead import Watched, postmaster_pid
 from bench.voice_latency import SAYINGS, WARM_UP, Clip, Turn, make_clip, voice_call
 
@@ -204,6 +208,9 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--calls", type=int, default=0, help="voice calls said at once beside the text load")
     parser.add_argument(
+        "--server-tree", type=Path, help="serve another tree of this repository (a `git archive` of main): same driver"
+    )
+    parser.add_argument(
         "--server-profile", type=Path, help="cProfile the server's main thread into this file (it slows the server)"
     )
     args = parser.parse_args()
@@ -224,12 +231,15 @@ async def main() -> None:
             # The speech models load at the start, not in the first caller's turn; no wallet
             # guard or idle timer ends a call while the others warm up.
             env.update(VOICE_PRELOAD="true", SIGNUP_GRANT_MICROS=str(10**15), CALL_IDLE_S="900")
+        tree = args.server_tree.resolve() if args.server_tree else ROOT
+        if args.server_tree:
+            env["PYTHONPATH"] = str(tree)
         log_path = home / "serve.log"
         profiled = ["-m", "cProfile", "-o", str(args.server_profile.resolve())] if args.server_profile else []
         command = [sys.executable, *profiled, "-m", "cli", "serve"]
         limits = httpx.Limits(max_connections=args.clients + 200, max_keepalive_connections=200)
         async with (
-            started(command, log_path=log_path, env=env) as process,
+            started(command, log_path=log_path, env=env, cwd=tree) as process,
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client,
         ):
             await until_ready(client, process, log_path, within_s=150, every_s=0.05)
@@ -299,10 +309,12 @@ async def main() -> None:
                 task.cancel()
             await asyncio.gather(*streams, *callers, watching, return_exceptions=True)
     latencies, errors = said.latencies_s, said.errors
-    calls_said = f", {args.calls} voice calls" if args.calls else ""
+    setting = f", {args.calls} voice calls" if args.calls else ""
+    if args.server_tree:
+        setting += f", served from {args.server_tree}"
     print(
         f"load ({source} PostgreSQL, offline model, {args.clients} live-event clients over {args.people} people"
-        f"{calls_said}, {args.rate:g} msg/s for {args.seconds:g} s; load average up to {load:.1f}"
+        f"{setting}, {args.rate:g} msg/s for {args.seconds:g} s; load average up to {load:.1f}"
         f" on {os.cpu_count()} cores):"
     )
     wrong = errors + failed
