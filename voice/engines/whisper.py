@@ -60,6 +60,7 @@ turn-end wait still run; going on speaking withdraws it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import os
 import threading
@@ -591,7 +592,9 @@ async def _when_free(model: str, work: Callable[[], str]) -> str:
     gate = gates.setdefault(model, asyncio.Semaphore(_workers))
     await gate.acquire()
     try:
-        running = asyncio.ensure_future(asyncio.to_thread(work))
+        # A future of the executor's, not a task around one: nothing between the thread's
+        # end and the caller but the shield (a guess is told to the foresight that soon).
+        running = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
     except BaseException:
         gate.release()
         raise
