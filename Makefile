@@ -49,7 +49,7 @@ bench: install
 	# Scale (issue 24) at short settings.
 	.venv/bin/python -m bench.year_of_data --quick
 	.venv/bin/python -m bench.thread_growth --rounds 3
-	.venv/bin/python -m bench.load --people 10 --clients 20 --rate 5 --seconds 5 --count-statements
+	.venv/bin/python -m bench.load --people 10 --clients 20 --rate 5 --seconds 5 --calls 2 --count-statements
 	.venv/bin/python -m bench.instances --instances 2 --people 8 --rate 4 --seconds 5
 	.venv/bin/python -m bench.notify_ceiling --writers 4 --seconds 1 --rounds 1
 	.venv/bin/python -m bench.cold_start --runs 2

@@ -60,10 +60,12 @@ turn-end wait still run; going on speaking withdraws it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import os
 import threading
-from collections.abc import AsyncGenerator
+import weakref
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,6 +142,13 @@ _workers = 1
 # Transcriptions begun in this process and not yet finished, all calls together (counted on
 # the event loop): speculation only starts when a worker is free.
 _running = 0
+# Per event loop and model: the workers free to take a transcription. An utterance waits
+# for one here, on the loop, not in a thread inside the model: one whose time ran out while
+# it waited (TRANSCRIBE_TIMEOUT_S) is never transcribed. Queued in threads, an overloaded
+# instance (10 offline calls on 2 cores, BENCHMARKS.md "Load with calls") went on
+# transcribing utterances nobody waited for any more, each making the next one later, until
+# no call was answered.
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = weakref.WeakKeyDictionary()
 
 
 def set_models_dir(folder: Path) -> None:
@@ -468,18 +477,19 @@ class WhisperSTTService(SegmentedSTTService):
             # (docs/scaling.md#cold-start).
             async with asyncio.timeout(MODEL_LOAD_WAIT_S):
                 await asyncio.to_thread(whisper_model, self.recogniser.model)
-        # A thread cannot be cancelled: on timeout the call moves on and the thread
-        # finishes in the background, holding the model a little longer.
         global _running
         _running += 1
+        recogniser, prompt = self.recogniser, self.prompt
         try:
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
                 if self._narrowband and self.expected is not None:
-                    return await asyncio.to_thread(
-                        transcribe_narrowband, audio, self.recogniser, prompt=self.prompt, expected=self.expected
+                    expected = self.expected
+                    return await _when_free(
+                        recogniser.model,
+                        lambda: transcribe_narrowband(audio, recogniser, prompt=prompt, expected=expected),
                     )
                 transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
-                return await asyncio.to_thread(transcribe, audio, self.recogniser, prompt=self.prompt)
+                return await _when_free(recogniser.model, lambda: transcribe(audio, recogniser, prompt=prompt))
         finally:
             _running -= 1
 
@@ -571,6 +581,31 @@ class WhisperSTTService(SegmentedSTTService):
                 language=Language(self.recogniser.language),
                 finalized=True,
             )
+
+
+async def _when_free(model: str, work: Callable[[], str]) -> str:
+    """`work` (a transcription by `model`) in a worker thread once one of the model's workers
+    is free. Cancelled while it waits (its time ran out), it never runs. A thread cannot be
+    cancelled: once begun, a transcription whose caller has moved on finishes in the
+    background and holds its worker until then."""
+    gates = _gates.setdefault(asyncio.get_running_loop(), {})
+    gate = gates.setdefault(model, asyncio.Semaphore(_workers))
+    await gate.acquire()
+    try:
+        # A future of the executor's, not a task around one: nothing between the thread's
+        # end and the caller but the shield (a guess is told to the foresight that soon).
+        running = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
+    except BaseException:
+        gate.release()
+        raise
+
+    def finished(done: asyncio.Future[str]) -> None:
+        gate.release()
+        if not done.cancelled():
+            done.exception()  # retrieved, whoever still waits for it
+
+    running.add_done_callback(finished)
+    return await asyncio.shield(running)
 
 
 def _consume(task: asyncio.Task[str]) -> None:
