@@ -116,6 +116,7 @@ class Outcome:
     foreseen_s: float | None = None  # the turn's words first told to the foresight
     guess_begun_s: float | None = None  # the last guess begun before the turn ended (the pause)
     guess_in_s: float | None = None  # ... and when its words were in
+    decoded_after_stop: int = 0  # whole utterances decoded after the VAD's stop (no guess stood)
 
     def cut_off(self, clip: Clip) -> bool:
         """The utterance did not end as one turn (what Whisper made of the words is the
@@ -169,6 +170,11 @@ class _TimedWhisper(WhisperSTTService):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.guesses: list[tuple[float, list[float]]] = []
+        self.decodes: list[float] = []  # when each decode began, guesses included
+
+    async def _transcribe(self, audio: bytes) -> str:
+        self.decodes.append(time.monotonic())
+        return await super()._transcribe(audio)
 
     def speech_paused(self) -> None:
         before = self.speculations["started"]
@@ -226,6 +232,7 @@ async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
     after = [at for at in vad.stops if at >= eos]
     if after:
         outcome.vad_stop_s = after[0] - eos
+        outcome.decoded_after_stop = sum(1 for at in stt.decodes if at >= after[0])
     if middle.transcript is not None:
         outcome.transcript_s = middle.transcript - eos
     if back.turns:
@@ -308,9 +315,10 @@ async def run(
     lines = [
         "| VAD stop | pause | finished wait | finished: turns ended whole | end of speech → VAD stop p50 / p95 | "
         "→ transcript | "
-        "→ turn end | → guess begun | → guess in | turn end - transcript | words foreseen (of finished) | "
-        "→ foreseen | lead (turn end - foreseen) p50 / p95 | trailing: false cut-offs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "→ turn end | → guess begun | → guess in | decoded again after the stop | turn end - transcript | "
+        "words foreseen (of finished) | → foreseen | lead (turn end - foreseen) p50 / p95 | "
+        "trailing: false cut-offs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     detail = [
         "",
@@ -340,6 +348,7 @@ async def run(
             f"{q([o.turn_end_s for o in whole if o.turn_end_s is not None])} | "
             f"{q([o.guess_begun_s for o in whole if o.guess_begun_s is not None])} | "
             f"{q([o.guess_in_s for o in whole if o.guess_in_s is not None])} | "
+            f"{sum(1 for o in whole if o.decoded_after_stop)}/{len(whole)} | "
             f"{q(after)} | {len(foreseen)}/{len(whole)} | "
             f"{q([o.foreseen_s for o in foreseen if o.foreseen_s is not None])} | {q(leads)} | "
             f"{len(cut)}/{len(trailing)} ({100 * len(cut) / max(1, len(trailing)):.1f} %) |"
