@@ -172,7 +172,9 @@ class Settings(BaseSettings):
     # After the VAD's stop: the wait for more when the words sound unfinished ("turn on the"),
     # and when they sound finished ("turn on the light."); see voice/turn_end.py.
     voice_speech_timeout_s: float = Field(default=0.8, gt=0, le=5)
-    voice_finished_timeout_s: float = Field(default=0.1, ge=0, le=5)
+    # The finished wait is 0: the VAD's own start (0.1 s of voice) already outlasts any
+    # wait that short, so it guarded no pause and only held the answer (voice/turn_end.py).
+    voice_finished_timeout_s: float = Field(default=0.0, ge=0, le=5)
     # Unbroken speech before the VAD believes someone talks (short words need it short).
     voice_vad_start_s: float = Field(default=0.1, gt=0, le=1)
     # Quiet after which Whisper starts transcribing speculatively; 0 (or >= VOICE_VAD_STOP_S) turns it off.

@@ -114,6 +114,9 @@ class Outcome:
     transcript_s: float | None = None
     turn_end_s: float | None = None
     foreseen_s: float | None = None  # the turn's words first told to the foresight
+    guess_begun_s: float | None = None  # the last guess begun before the turn ended (the pause)
+    guess_in_s: float | None = None  # ... and when its words were in
+    decoded_after_stop: int = 0  # whole utterances decoded after the VAD's stop (no guess stood)
 
     def cut_off(self, clip: Clip) -> bool:
         """The utterance did not end as one turn (what Whisper made of the words is the
@@ -161,6 +164,27 @@ class _Heard:
         pass
 
 
+class _TimedWhisper(WhisperSTTService):
+    """The call's recogniser, noting when each guess began (the pause) and when it was in."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.guesses: list[tuple[float, list[float]]] = []
+        self.decodes: list[float] = []  # when each decode began, guesses included
+
+    async def _transcribe(self, audio: bytes) -> str:
+        self.decodes.append(time.monotonic())
+        return await super()._transcribe(audio)
+
+    def speech_paused(self) -> None:
+        before = self.speculations["started"]
+        super().speech_paused()
+        if self.speculations["started"] > before and self._last_guess is not None:
+            done: list[float] = []
+            self.guesses.append((time.monotonic(), done))
+            self._last_guess.add_done_callback(lambda _task: done.append(time.monotonic()))
+
+
 class _TimedVAD(PauseAwareVAD):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -176,7 +200,7 @@ class _TimedVAD(PauseAwareVAD):
 
 async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
     recogniser: Recogniser = BASE_ID if clip.language == "id" else TINY_EN
-    stt = WhisperSTTService(recogniser=recogniser)
+    stt = _TimedWhisper(recogniser=recogniser)
     foresight = _Heard()
     stop = turn_stop(timing, clip.language, foresight)
     stt.set_foresight(stop.guesses())  # as build_call wires it
@@ -208,6 +232,7 @@ async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
     after = [at for at in vad.stops if at >= eos]
     if after:
         outcome.vad_stop_s = after[0] - eos
+        outcome.decoded_after_stop = sum(1 for at in stt.decodes if at >= after[0])
     if middle.transcript is not None:
         outcome.transcript_s = middle.transcript - eos
     if back.turns:
@@ -216,10 +241,15 @@ async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
         told = [at for at, text in foresight.told if words_of(text) == words]
         if told:
             outcome.foreseen_s = told[0] - eos
+        begun = [(at, done) for at, done in stt.guesses if at <= back.turns[0][0]]
+        if begun:
+            outcome.guess_begun_s = begun[-1][0] - eos
+            if begun[-1][1]:
+                outcome.guess_in_s = begun[-1][1][0] - eos
     return outcome
 
 
-async def clips(voices: list[str], limit: int | None = None) -> list[Clip]:
+async def clips(voices: list[str], limit: int | None = None, gaps: tuple[float, ...] = GAPS_S) -> list[Clip]:
     made: list[Clip] = []
     lead, tail = bytes(int(0.5 * RATE) * 2), bytes(int(1.5 * RATE) * 2)
     for voice in voices:
@@ -232,7 +262,7 @@ async def clips(voices: list[str], limit: int | None = None) -> list[Clip]:
             if voice == "neural" and language != "en":
                 continue
             one, two = await speech(head, language, voice), await speech(rest, language, voice)
-            for gap_s in GAPS_S:
+            for gap_s in gaps:
                 pause = bytes(int(gap_s * RATE) * 2)
                 body = lead + one + pause + two
                 made.append(
@@ -262,14 +292,16 @@ def timing_of(spec: str) -> TurnTiming:
     )
 
 
-async def run(rounds: int, specs: list[str], voices: list[str], limit: int | None = None) -> tuple[str, bool]:
+async def run(
+    rounds: int, specs: list[str], voices: list[str], limit: int | None = None, gaps: tuple[float, ...] = GAPS_S
+) -> tuple[str, bool]:
     preload_whisper()
     preload_whisper(BASE_ID)
     if "neural" in voices:
         preload_hibari()
     timings = {spec: timing_of(spec) for spec in specs}
     stops = specs
-    made = await clips(voices, limit)
+    made = await clips(voices, limit, gaps)
     await one_turn(made[0], timings[stops[0]])  # warm-up, not counted
     results: dict[str, list[tuple[Clip, Outcome]]] = {stop: [] for stop in stops}
     index = 0
@@ -283,14 +315,15 @@ async def run(rounds: int, specs: list[str], voices: list[str], limit: int | Non
     lines = [
         "| VAD stop | pause | finished wait | finished: turns ended whole | end of speech → VAD stop p50 / p95 | "
         "→ transcript | "
-        "→ turn end | words foreseen (of finished) | → foreseen | lead (turn end - foreseen) p50 / p95 | "
+        "→ turn end | → guess begun | → guess in | decoded again after the stop | turn end - transcript | "
+        "words foreseen (of finished) | → foreseen | lead (turn end - foreseen) p50 / p95 | "
         "trailing: false cut-offs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     detail = [
         "",
         "| timing (stop:pause:finished wait, s) | voice | language | finished: turn end p50 "
-        "| trailing cut-offs at 0.3 / 0.5 / 0.7 s |",
+        f"| trailing cut-offs at {' / '.join(str(g) for g in gaps)} s |",
         "|---|---|---|---|---|",
     ]
     for stop in stops:
@@ -302,12 +335,21 @@ async def run(rounds: int, specs: list[str], voices: list[str], limit: int | Non
         foreseen = [o for o in whole if o.foreseen_s is not None]
         leads = [o.turn_end_s - o.foreseen_s for o in foreseen if o.turn_end_s is not None and o.foreseen_s is not None]
         cut = [c for c, o in trailing if o.cut_off(c)]
+        # What the turn's end waited after its words were in: the most a foresight told
+        # at the transcript could lead by.
+        after = [
+            o.turn_end_s - o.transcript_s for o in whole if o.turn_end_s is not None and o.transcript_s is not None
+        ]
         lines.append(
             f"| {timings[stop].vad_stop_s * 1000:.0f} ms | {timings[stop].pause_s * 1000:.0f} ms | "
             f"{timings[stop].finished_timeout_s * 1000:.0f} ms | {len(whole)}/{len(finished)} | "
             f"{q([o.vad_stop_s for o in whole if o.vad_stop_s is not None])} | "
             f"{q([o.transcript_s for o in whole if o.transcript_s is not None])} | "
-            f"{q([o.turn_end_s for o in whole if o.turn_end_s is not None])} | {len(foreseen)}/{len(whole)} | "
+            f"{q([o.turn_end_s for o in whole if o.turn_end_s is not None])} | "
+            f"{q([o.guess_begun_s for o in whole if o.guess_begun_s is not None])} | "
+            f"{q([o.guess_in_s for o in whole if o.guess_in_s is not None])} | "
+            f"{sum(1 for o in whole if o.decoded_after_stop)}/{len(whole)} | "
+            f"{q(after)} | {len(foreseen)}/{len(whole)} | "
             f"{q([o.foreseen_s for o in foreseen if o.foreseen_s is not None])} | {q(leads)} | "
             f"{len(cut)}/{len(trailing)} ({100 * len(cut) / max(1, len(trailing)):.1f} %) |"
         )
@@ -320,7 +362,7 @@ async def run(rounds: int, specs: list[str], voices: list[str], limit: int | Non
                 by_gap = [
                     f"{sum(o.cut_off(c) for c, o in mine if c.trailing and c.gap_s == g)}/"
                     f"{sum(1 for c, _ in mine if c.trailing and c.gap_s == g)}"
-                    for g in GAPS_S
+                    for g in gaps
                 ]
                 p50 = q(ends).split(" / ")[0]
                 detail.append(f"| {stop} | {voice} | {language} | {p50} ms | {' / '.join(by_gap)} |")
@@ -345,8 +387,14 @@ def main() -> None:
         "--pause", type=float, default=None, help="the pause that starts a guess (default: the product's)"
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N finished and trailing utterances")
+    parser.add_argument(
+        "--gaps",
+        default=",".join(str(g) for g in GAPS_S),
+        help="the pauses (s) left in each trailing utterance, comma-separated",
+    )
     args = parser.parse_args()
-    text, ok = asyncio.run(run(args.rounds, args.timings.split(","), args.voices.split(","), args.limit))
+    gaps = tuple(float(g) for g in args.gaps.split(","))
+    text, ok = asyncio.run(run(args.rounds, args.timings.split(","), args.voices.split(","), args.limit, gaps))
     sys.stdout.write(text)
     write("turn_end", text)
     if not ok:

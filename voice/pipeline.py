@@ -131,7 +131,9 @@ class TurnTiming:
     # unfinished ("turn on the") and when they sound finished (`voice.turn_end`). Equal
     # values give one fixed wait, as Pipecat's speech timeout does.
     speech_timeout_s: float = 0.8
-    finished_timeout_s: float = 0.1
+    # No wait at all when they sound finished: the turn ends on Whisper's words or the stop,
+    # whichever is later (voice.turn_end says why a wait there guarded no one).
+    finished_timeout_s: float = 0.0
     # Speech the VAD needs before it believes someone is talking. Pipecat's 0.2 s must be
     # unbroken, and a short word's stop consonant breaks it: "thank you", "no", "hi" went
     # unheard at some frame alignments (28 of 144 tries); 0.1 s missed none.

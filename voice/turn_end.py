@@ -11,6 +11,15 @@ last word could end a request, a long one (`unfinished_s`) when it cannot — an
 a preposition, a conjunction, a filler ("the", "to", "and", "um"; "yang", "dan", "ke"),
 or a trailing comma, dash or ellipsis from Whisper.
 
+The short wait is none by default: the turn ends on finished words at the VAD's stop or at
+Whisper's transcript, whichever comes later. A wait there guarded no one. The VAD only says
+someone speaks again after `vad_start_s` (0.1 s) of their voice, and a pause must last the
+VAD's stop (about 0.22 s of quiet) to end anything, so a person who goes on after
+finished-sounding words is heard no sooner than about 0.3 s into the pause, when a 0.1 s
+wait from the stop was running out anyway: the turns it ended were the same (bench.turn_end),
+and it held every finished request back by whatever of it Whisper had not used already
+(BENCHMARKS.md, "The turn's end, sooner").
+
 Both waits count from the VAD's stop and both need a transcript of the speech since the
 last start: speaking again cancels the wait, and the turn then ends on the whole
 utterance. No transcript at all (silence Whisper would not write down) ends nothing;

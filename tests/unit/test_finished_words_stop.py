@@ -18,6 +18,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.utils.asyncio.task_manager import TaskManager
 
+from voice.pipeline import TurnTiming, turn_stop
 from voice.turn_end import AUDIO_STALL_S, FinishedWordsStop
 
 FINISHED_S, UNFINISHED_S = 0.05, 0.5
@@ -31,8 +32,8 @@ class _Clock:
         return self.now
 
 
-async def _strategy(clock: _Clock) -> tuple[FinishedWordsStop, list[str]]:
-    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock)
+async def _strategy(clock: _Clock, stop: FinishedWordsStop | None = None) -> tuple[FinishedWordsStop, list[str]]:
+    stop = stop or FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock)
     await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
     ended: list[str] = []
 
@@ -230,3 +231,26 @@ async def test_audio_that_stops_coming_holds_the_wait_only_so_long() -> None:
     clock.now += AUDIO_STALL_S
     await _settle(AUDIO_STALL_S + 0.1)
     assert ended == ["Turn on the bedroom light."]
+
+
+async def test_a_calls_finished_words_end_the_turn_the_moment_they_are_in_after_the_stop() -> None:
+    # The product's timing waits nothing after the stop for words that sound finished: the
+    # VAD hears someone go on only after 0.1 s of their voice, later than such a wait ended
+    # (voice/turn_end.py). Words that trail off still get the long wait.
+    stop, ended = await _strategy(_Clock(), turn_stop(TurnTiming()))
+    await _audio(stop, 0.2)
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await _audio(stop, 0.6)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await _audio(stop, 0.06)  # Whisper's guess comes in a little after the stop
+    await stop.process_frame(_words("Turn on the bedroom light."))
+    assert ended == ["Turn on the bedroom light."]  # no sleep: ended as the words came
+
+    await stop.handle_user_turn_started()
+    await stop.process_frame(VADUserStartedSpeakingFrame())
+    await _audio(stop, 0.6)
+    await stop.process_frame(VADUserStoppedSpeakingFrame())
+    await stop.process_frame(_words("Remind me to"))
+    assert ended == ["Turn on the bedroom light."]
+    assert stop.ends == {"finished": 1, "unfinished": 0}
+    await stop.cleanup()
