@@ -386,9 +386,20 @@ def transcribe_narrowband(
         text = transcribe_full_window(pcm, recogniser, prompt=prompt)
     else:
         text, avg_logprob = decode_short(fill_upper_band(samples), recogniser, prompt_text=prompt)
-        if avg_logprob < UNSURE_LOG_PROB or (expected is not None and doubt(text, expected)):
+        if second_look(text, avg_logprob, expected):
             text = transcribe_full_window(pcm, recogniser, prompt=prompt)
     return zee_addressed(text, expected) if expected is not None else text
+
+
+UNSURE = "unsure"
+
+
+def second_look(text: str, avg_logprob: float, expected: Expected | None) -> str:
+    """Why a phone line's short decode is heard again through the 30 s window ("" when it is
+    not): the decoder `UNSURE`, or the words not what the room expects (`doubt`)."""
+    if avg_logprob < UNSURE_LOG_PROB:
+        return UNSURE
+    return doubt(text, expected) if expected is not None else ""
 
 
 def _rms(pcm: bytes) -> float:
