@@ -45,7 +45,12 @@ async def test_calls_share_one_model_and_building_one_loads_nothing() -> None:
 
 def _confidences(vad: PauseAwareVAD, pcm: bytes) -> list[float]:
     window = 2 * vad.num_frames_required()
-    return [float(vad.voice_confidence(pcm[i : i + window])) for i in range(0, len(pcm) - window + 1, window)]
+    return [_score(vad.voice_confidence(pcm[i : i + window])) for i in range(0, len(pcm) - window + 1, window)]
+
+
+def _score(confidence: object) -> float:
+    """Silero's confidence for one window (Pipecat hands back the model's one-element array)."""
+    return float(np.asarray(confidence).reshape(-1)[0])
 
 
 async def test_two_calls_at_once_keep_their_own_state() -> None:
@@ -67,8 +72,8 @@ async def test_two_calls_at_once_keep_their_own_state() -> None:
             asyncio.to_thread(first.voice_confidence, one[i : i + window]),
             asyncio.to_thread(second.voice_confidence, other[i : i + window]),
         )
-        together[0].append(float(a))
-        together[1].append(float(b))
+        together[0].append(_score(a))
+        together[1].append(_score(b))
     assert np.allclose(together[0], alone[0], atol=1e-5)
     assert np.allclose(together[1], alone[1], atol=1e-5)
     assert not np.allclose(alone[0], alone[1], atol=0.05), "the two calls heard different speech"
