@@ -3,7 +3,9 @@ which of the choices at hand, and whether Ava's voice survives the line.
 
 *Hearing.* Clips go down a phone line as a call's audio does: PCM16 to 8 kHz μ-law (what a
 handset network carries), back to PCM16 and up to 16 kHz by the same resampler the phone
-door's serializer uses, with the silence around them the pipeline's segments carry. The
+door's serializer uses (`voice.phone_line.LineUpsampler`; `--line-in both` also makes every
+clip with Pipecat's SoX resampler, the door's before issue 29's third pass, and hears both),
+with the silence around them the pipeline's segments carry. The
 clips are the 14 commands and 8 that name the team in two voices (the neural voice and
 espeak-ng), plus phrases made in other espeak-ng voices, speeds and pitches, standing in
 for people's voices. Each choice hears every clip; the word error rate (normalised as `bench.voice_intelligibility`
@@ -17,6 +19,13 @@ does) and the time per clip are reported side by side, timed in the same run:
 - `short 15 + fill, the 30 s window when unsure`: the filled short window, and the full
   window again when the decoder's average log-probability is below Whisper's -1.0;
 - `base full`: the multilingual Whisper base in English, through the 30 s window.
+
+The phone door's choice is also weighed reason by reason: for each reason a short decode is
+heard again (`voice.engines.whisper.second_look`: the decoder unsure, a command naming no
+device, a word near a known one), how many clips it sent to the 30 s window, how many of
+those the second look changed, and the word errors and device words each subset of the
+reasons would give (the 30 s window's words taken from the `full` choice where no second
+look ran).
 
 `--shifts` hears every clip three times, its speech starting 0.3, 0.5 and 0.7 s into the
 segment (where the VAD's start falls varies from call to call): borderline decodes flip on
@@ -50,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import math
 import platform
 import statistics
@@ -73,18 +83,20 @@ from voice.engines.espeak import synthesize
 from voice.engines.hibari import HIBARI_RATE, preload_hibari, synthesize_neural
 from voice.engines.whisper import (
     TINY_EN,
+    UNSURE,
     Recogniser,
     decode_short,
     fill_upper_band,
+    second_look,
     set_models_dir,
     transcribe_full_window,
-    transcribe_narrowband,
     transcribe_pcm16,
     whisper_model,
 )
-from voice.phone_line import DBM0_FROM_DBFS, LineSignal
+from voice.engines.whisper import UNSURE_LOG_PROB as DOOR_UNSURE_LOG_PROB
+from voice.phone_line import DBM0_FROM_DBFS, LineSignal, LineUpsampler
 from voice.prosody import emotion_to_ssml, strip_stray_tags, text_type_for
-from voice.vocabulary import doubt, room_prompt, room_words
+from voice.vocabulary import NO_DEVICE, doubt, doubts, room_prompt, room_words, zee_addressed
 
 RESULTS = Path(__file__).parent / "results"
 RATE = 16_000
@@ -151,10 +163,15 @@ async def to_16k(pcm: bytes, rate: int) -> bytes:
     return await resampler.resample(pcm, rate, RATE) + await resampler.flush()
 
 
-async def down_the_line(pcm16k: bytes) -> bytes:
+LINE_IN = "line"  # the phone door's way in (LineUpsampler)
+SOX_IN = "sox"  # Pipecat's stream resampler, the door's way in before
+
+
+async def down_the_line(pcm16k: bytes, line_in: str = LINE_IN) -> bytes:
     """16 kHz PCM16 -> 8 kHz μ-law -> 16 kHz PCM16, as a phone call's audio reaches Whisper."""
     ulaw: bytes = await pcm_to_ulaw(pcm16k, RATE, LINE_RATE, create_stream_resampler())
-    back: bytes = await ulaw_to_pcm(ulaw, LINE_RATE, RATE, create_stream_resampler())
+    up = LineUpsampler() if line_in == LINE_IN else create_stream_resampler()
+    back: bytes = await ulaw_to_pcm(ulaw, LINE_RATE, RATE, up)
     return back
 
 
@@ -169,24 +186,23 @@ class Clip:
     audio: bytes  # 16 kHz PCM16 after the phone line
 
 
-async def command_clips() -> list[Clip]:
+async def command_clips(line_in: str = LINE_IN) -> list[Clip]:
     clips = []
     for text in (*COMMANDS, *ADDRESSED):
         pcm, rate = await synthesize_neural(text)
-        clips.append(Clip(text, "neural", await down_the_line(padded(await to_16k(pcm, rate)))))
+        clips.append(Clip(text, "neural", await down_the_line(padded(await to_16k(pcm, rate)), line_in)))
         pcm, rate = await synthesize(text)
-        clips.append(Clip(text, "espeak-ng", await down_the_line(padded(await to_16k(pcm, rate)))))
+        clips.append(Clip(text, "espeak-ng", await down_the_line(padded(await to_16k(pcm, rate)), line_in)))
     return clips
 
 
-async def people_clips() -> list[Clip]:
+async def people_clips(line_in: str = LINE_IN) -> list[Clip]:
     clips = []
     for text, voice, speed, pitch in PEOPLE:
         ssml = f'<speak><prosody rate="{speed}" pitch="{pitch}">{text}</prosody></speak>'
         pcm, rate = await synthesize(ssml, voice=voice)
-        clips.append(
-            Clip(text, f"espeak-ng {voice} {speed} {pitch}", await down_the_line(padded(await to_16k(pcm, rate))))
-        )
+        source = f"espeak-ng {voice} {speed} {pitch}"
+        clips.append(Clip(text, source, await down_the_line(padded(await to_16k(pcm, rate)), line_in)))
     return clips
 
 
@@ -221,9 +237,36 @@ def short_first_unfilled(pcm: bytes) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What the phone door's choice did with one clip: its short decode, every reason to hear
+    it again, and whether it did."""
+
+    short: str
+    reasons: tuple[str, ...]  # UNSURE, NO_DEVICE, NEAR (all that apply)
+    second: bool
+
+
+NEAR = "a word near a known one"
+LOOKS: dict[int, Look] = {}  # by hash of the clip's audio
+
+
+def short_first_traced(pcm: bytes) -> str:
+    """`transcribe_narrowband` step by step (its own functions, in its order), noting why."""
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    text, avg_logprob = decode_short(fill_upper_band(samples), TINY_EN)
+    reasons = ([UNSURE] if avg_logprob < DOOR_UNSURE_LOG_PROB else []) + [
+        NO_DEVICE if r == NO_DEVICE else NEAR for r in doubts(text, EXPECTED)
+    ]
+    second = bool(second_look(text, avg_logprob, EXPECTED))
+    LOOKS[hash(pcm)] = Look(zee_addressed(text, EXPECTED), tuple(reasons), second)
+    heard = transcribe_full_window(pcm, TINY_EN) if second else text
+    return zee_addressed(heard, EXPECTED)
+
+
 CHOICES: dict[str, Hear] = {
     FULL: lambda a: transcribe_full_window(a, TINY_EN),
-    SHORT_FIRST: lambda a: transcribe_narrowband(a, TINY_EN, expected=EXPECTED),
+    SHORT_FIRST: short_first_traced,
     "short 15, the 30 s window when unsure or not what the room expects": short_first_unfilled,
     SECOND_LOOK: filled_second_look,
     "short 15 (the speaker door's)": lambda a: transcribe_pcm16(a, TINY_EN, min_window_s=15),
@@ -312,33 +355,96 @@ async def speak_down_the_line(text: str, emotion: str | None, hear: Hear) -> Spo
     return Spoken(text, heard, edit_distance(reference, words(heard)), len(reference), active_dbm0(at_8k), peak)
 
 
-async def run(limit: int | None, shifts: bool = False, choices: list[str] | None = None) -> str:
+SOX_SUFFIX = " [clips up through Pipecat's SoX resampler]"
+
+
+async def run(limit: int | None, shifts: bool = False, choices: list[str] | None = None, line_in: str = LINE_IN) -> str:
     set_models_dir(Path(tempfile.mkdtemp(prefix="avagenc-bench-models-")))
     preload_hibari()
     whisper_model(TINY_EN.model)
     whisper_model(BASE_EN.model)
-    commands = await command_clips()
-    people = await people_clips()
-    if limit:
-        commands, people = commands[: 2 * limit], people[:limit]
-    clips = commands + people
-    if shifts:
-        clips = shifted(clips)
+    ways = [LINE_IN, SOX_IN] if line_in == "both" else [line_in]
+    sets: dict[str, list[Clip]] = {}
+    commands: list[Clip] = []
+    people: list[Clip] = []
+    for way in ways:
+        commands, people = await command_clips(way), await people_clips(way)
+        if limit:
+            commands, people = commands[: 2 * limit], people[:limit]
+        sets[way] = shifted(commands + people) if shifts else commands + people
+    clips = sets[ways[0]]
     hear_all(CHOICES[FULL], clips[:2])  # warm-up
     chosen_choices = {name: hear for name, hear in CHOICES.items() if not choices or name in (FULL, *choices)}
-    results = {name: await asyncio.to_thread(hear_all, hear, clips) for name, hear in chosen_choices.items()}
+    results: dict[str, list[Heard]] = {}
+    for way, way_clips in sets.items():
+        suffix = "" if way == ways[0] else SOX_SUFFIX
+        for name, hear in chosen_choices.items():
+            results[name + suffix] = await asyncio.to_thread(hear_all, hear, way_clips)
     full = results[FULL]
     devices = {w for d in SANDBOX_DEVICE_NAMES for w in words(d)}
-    fit = [  # no more word errors than the full window, and every device word it heard
+    fit = [  # no more word errors than the full window, and every device word it heard (same clips)
         name
         for name, heard in results.items()
-        if sum(h.errors for h in heard) <= sum(h.errors for h in full)
+        if not name.endswith(SOX_SUFFIX)
+        and sum(h.errors for h in heard) <= sum(h.errors for h in full)
         and hit_rate(heard, devices)[1] >= hit_rate(full, devices)[1]
     ]
     chosen = min(fit, key=lambda name: median_ms(results[name]))
     replies = REPLIES[:limit] if limit else REPLIES
     spoken = [await speak_down_the_line(text, emotion, CHOICES[FULL]) for text, emotion in (*replies, *NAMES)]
-    return report(results, chosen, spoken, len(commands), len(people), shifts)
+    text = report(results, chosen, spoken, len(commands), len(people), shifts)
+    if SHORT_FIRST in results:
+        text += report_second_looks(results[SHORT_FIRST], results[FULL], devices)
+    return text
+
+
+def report_second_looks(door: list[Heard], full: list[Heard], devices: set[str]) -> str:
+    """Each reason for a second look weighed, and each subset of them, on the same clips."""
+    looks = [LOOKS[hash(h.clip.audio)] for h in door]
+    lines = [
+        "",
+        "### The phone door's second looks, reason by reason",
+        "",
+        "| reason | clips it applies to | alone on them | second look changed the words | word errors "
+        "short / after | device words heard short / after |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def scored(text: str, h: Heard) -> tuple[int, int]:
+        reference = words(h.clip.text)
+        return edit_distance(reference, words(text)), said(reference, words(text), devices)[1]
+
+    for reason in (UNSURE, NO_DEVICE, NEAR):
+        picked = [(h, look) for h, look in zip(door, looks, strict=True) if reason in look.reasons]
+        alone = sum(1 for _, look in picked if look.reasons == (reason,))
+        changed = sum(1 for h, look in picked if look.second and words(h.text) != words(look.short))
+        short = [scored(look.short, h) for h, look in picked]
+        after = [scored(h.text, h) for h, _ in picked]
+        lines.append(
+            f"| {reason} | {len(picked)} | {alone} | {changed} | {sum(e for e, _ in short)} / "
+            f"{sum(e for e, _ in after)} | {sum(d for _, d in short)} / {sum(d for _, d in after)} |"
+        )
+    lines += [
+        "",
+        "What each set of reasons would give on these clips (the 30 s window's words from this run's "
+        "second look where one ran, else from the `full` choice):",
+        "",
+        "| second look for | clips heard twice | word errors | device words heard |",
+        "|---|---:|---:|---:|",
+    ]
+    full_errors = sum(h.errors for h in full)
+    full_devices = hit_rate(full, devices)[1]
+    for size in range(4):
+        for subset in itertools.combinations((UNSURE, NO_DEVICE, NEAR), size):
+            errors = heard_devices = twice = 0
+            for h, f, look in zip(door, full, looks, strict=True):
+                again = any(r in look.reasons for r in subset)
+                window = h.text if look.second else zee_addressed(f.text, EXPECTED)
+                e, d = scored(window if again else look.short, h)
+                errors, heard_devices, twice = errors + e, heard_devices + d, twice + again
+            lines.append(f"| {', '.join(subset) or 'nothing'} | {twice} | {errors} | {heard_devices} |")
+    lines += ["", f"The 30 s window alone: {full_errors} word errors, {full_devices} device words heard.", ""]
+    return "\n".join(lines)
 
 
 def report(
@@ -505,10 +611,18 @@ def main() -> None:
         "--choice", action="append", default=None, help="hear by this choice (and the full window) only; repeatable"
     )
     parser.add_argument("--vocabulary", action="store_true", help="the room's prompt against none, both doors")
+    parser.add_argument(
+        "--line-in",
+        choices=(LINE_IN, SOX_IN, "both"),
+        default=LINE_IN,
+        help="how clips come up from 8 kHz: the phone door's upsampler, Pipecat's SoX, or both (each heard)",
+    )
     args = parser.parse_args()
     if args.vocabulary and args.out == parser.get_default("out"):
         args.out = RESULTS / "voice_vocabulary.md"
-    text = asyncio.run(run_vocabulary(args.limit) if args.vocabulary else run(args.limit, args.shifts, args.choice))
+    text = asyncio.run(
+        run_vocabulary(args.limit) if args.vocabulary else run(args.limit, args.shifts, args.choice, args.line_in)
+    )
     write(args.out, text)
     sys.stdout.write(text)
 

@@ -57,7 +57,9 @@ from xml.etree import ElementTree
 
 import httpx
 import numpy as np
-from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw
+from pipecat.audio.resamplers.base_audio_resampler import BaseAudioResampler
+from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
+from pipecat.audio.vad.vad_analyzer import VADState
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -65,6 +67,7 @@ from bench.report import write
 from bench.servers import BenchFailed, exit_with, logs_kept_on_failure
 from bench.turn_overhead import Watched, cpu_model, fresh_database, postmaster_pid
 from bench.voice_latency import (
+    FRAME_BYTES,
     FRAME_S,
     SAYINGS,
     SILENT_RMS,
@@ -85,6 +88,8 @@ from bench.voice_latency import (
     with_cpu,
 )
 from bench.voice_server import FULL_WINDOW_TAG, TWILIO_AUTH_TOKEN
+from voice.phone_line import LineUpsampler
+from voice.pipeline import TurnTiming, call_vad
 
 RESULTS = Path(__file__).parent / "results"
 LINE_RATE = 8_000
@@ -426,6 +431,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=4, help="simultaneous calls at the second level")
     parser.add_argument("--per-call", type=int, default=3, help="measured turns per simultaneous call")
     parser.add_argument("--out", type=Path, default=RESULTS / "voice_phone.md")
+    parser.add_argument(
+        "--vad-audio-time",
+        action="store_true",
+        help="only where the VAD stops after each saying, per door and way in, in audio time (no server)",
+    )
     return parser.parse_args()
 
 
@@ -446,8 +456,64 @@ async def run(args: argparse.Namespace, admin_url: str, pg_source: str) -> int:
     return 1 if any("1 call" in name for name in short) else 0
 
 
+# --- `--vad-audio-time`: where the VAD's stop falls, in the audio's own time -----------------
+
+
+async def vad_stop_frames(frames: tuple[bytes, ...], last_loud: int, up: BaseAudioResampler | None) -> int | None:
+    """Frames of 20 ms from the clip's last loud frame to the one on which the call's VAD
+    (`voice.pipeline.call_vad`, the default timing) stops; μ-law frames come up through `up`."""
+    vad = call_vad(TurnTiming())
+    vad.set_sample_rate(16_000)
+    speaking = False
+    tail = (b"\xff" * ULAW_FRAME if up is not None else bytes(FRAME_BYTES),) * int(2 / FRAME_S)
+    for i, frame in enumerate(frames + tail):
+        pcm = frame if up is None else await ulaw_to_pcm(frame, LINE_RATE, 16_000, up)
+        state = await vad.analyze_audio(pcm)
+        speaking = speaking or state == VADState.SPEAKING
+        if speaking and state == VADState.QUIET:
+            return i - last_loud
+    return None
+
+
+async def vad_audio_time() -> str:
+    """The end of speech -> VAD stop of each saying as the speaker door and the phone door hear
+    it, counted in frames of audio (no server, no clock: the machine's load plays no part)."""
+    rows: dict[str, list[float]] = {"speaker (16 kHz, no resampling)": [], "phone, Pipecat's SoX way in": []}
+    rows["phone, LineUpsampler (now)"] = []
+    for text, expected in SAYINGS:
+        speaker = await make_clip(text, expected)
+        phone = await phone_clip(speaker)
+        ways: list[tuple[str, tuple[bytes, ...], int, BaseAudioResampler | None]] = [
+            ("speaker (16 kHz, no resampling)", speaker.frames, speaker.last_loud, None),
+            ("phone, Pipecat's SoX way in", phone.frames, phone.last_loud, create_stream_resampler()),
+            ("phone, LineUpsampler (now)", phone.frames, phone.last_loud, LineUpsampler()),
+        ]
+        for name, frames, last, up in ways:
+            stop = await vad_stop_frames(frames, last, up)
+            if stop is not None:
+                rows[name].append(stop * FRAME_S * 1000)
+    lines = [
+        f"## End of speech -> VAD stop in audio time ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"{len(SAYINGS)} sayings, espeak-ng, the call's VAD at the default timing, 20 ms frames; "
+        "milliseconds of audio from the last loud frame to the frame the VAD stopped on.",
+        "",
+        "| door, way in | stops | p50 ms | p95 ms | max ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, stops in rows.items():
+        a, b = quantiles_ms([v / 1000 for v in stops])
+        lines.append(f"| {name} | {len(stops)} of {len(SAYINGS)} | {ms(a)} | {ms(b)} | {max(stops):.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     args = parse_args()
+    if args.vad_audio_time:
+        text = asyncio.run(vad_audio_time())
+        print(text)
+        write(args.out.with_name("voice_phone_vad.md"), text)
+        return
     exit_with(lambda admin_url, pg_source: run(args, admin_url, pg_source))
 
 

@@ -22,13 +22,14 @@ call writes nothing to the thread. A wallet that empties mid-call gets Ava's spo
 notice, then the call ends and the socket closes 4402.
 
 Rates: the pipeline hears at 16 kHz (what Silero VAD and Whisper take, so the serializer
-upsamples Twilio's 8 kHz once, on the way in) and the recogniser is told the call is
-narrowband. Ava's voice is made at its own rate (`SPEECH_RATE`, the neural voice's 24 kHz,
-so it is never resampled twice) and `voice.phone_line.PhoneLine`, just before the output,
-brings it to the line: one anti-aliased resampling to 8 kHz, the line's high-pass, a
-phone's loudness, and a Twilio `mark` after each sentence. The serializer's output
-resampler then passes 8 kHz audio through untouched. Twilio echoes each mark once its
-audio has played (or at once, for what a `clear` dropped); `PhoneSocket` counts them.
+upsamples Twilio's 8 kHz once, on the way in, through a 4 ms filter: `LineUpsampler`)
+and the recogniser is told the call is narrowband. Ava's voice is made at its own rate
+(`SPEECH_RATE`, the neural voice's 24 kHz, so it is never resampled twice) and
+`voice.phone_line.PhoneLine`, just before the output, brings it to the line: one
+anti-aliased resampling to 8 kHz, the line's high-pass, a phone's loudness, and a Twilio
+`mark` after each sentence. The serializer's output resampler then passes 8 kHz audio
+through untouched. Twilio echoes each mark once its audio has played (or at once, for what
+a `clear` dropped); `PhoneSocket` counts them.
 
 Hanging up: `#end#` speaks the goodbye, then the worker ends; the output transport
 drains the audio (paced in real time, so Twilio's buffer stays shallow), adds a second
@@ -59,7 +60,7 @@ from chat import Person, Unauthorized, parse_zone
 from voice.calls import Call, CallLimits
 from voice.edge import DOMAIN_ERRORS, HANGUP_CLOSE_CODES, parse_frame, refuse
 from voice.errors import ProtocolViolation, UnsupportedFormat, VoiceError
-from voice.phone_line import PhoneLine, PhoneMark
+from voice.phone_line import LineUpsampler, PhoneLine, PhoneMark
 from voice.phone_webhook import add_incoming_route
 from voice.session import CallSession
 from voice.shared import VoiceDoors
@@ -131,8 +132,15 @@ async def close(websocket: WebSocket, close_code: int, reason: str) -> None:
 
 
 class PhoneSerializer(TwilioFrameSerializer):
-    """Pipecat's Twilio serializer without our transcript events: Twilio takes only
-    `media`, `mark` and `clear` from us, and a phone has no screen for captions."""
+    """Pipecat's Twilio serializer without our transcript events (Twilio takes only
+    `media`, `mark` and `clear` from us, and a phone has no screen for captions), bringing
+    the caller's 8 kHz up through `LineUpsampler`: Pipecat's own resampler held the last
+    52 ms of what the caller said behind its filter, so the VAD heard them stop that late
+    (voice/phone_line.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._input_resampler = LineUpsampler()
 
     async def serialize(self, frame: Frame) -> str | bytes | None:
         if isinstance(frame, PhoneMark):

@@ -1,5 +1,15 @@
-"""Ava's voice made for a phone line: 8 kHz, band-limited without aliasing, at a phone's
-loudness, with Twilio `mark`s after each sentence (docs/sockets.md#phone-stream).
+"""A phone line both ways: the caller's 8 kHz brought up to what the pipeline hears without
+delaying it, and Ava's voice made for the line: 8 kHz, band-limited without aliasing, at a
+phone's loudness, with Twilio `mark`s after each sentence (docs/sockets.md#phone-stream).
+
+*The way in* (`LineUpsampler`, the phone serializer's input resampler): the VAD and Whisper
+hear 16 kHz, the line brings 8 kHz. Pipecat's stream resampler (SoX at very high quality)
+holds back about 52 ms of every stream behind its long filter, so the VAD heard the end of a
+caller's speech 52 ms after a speaker's (BENCHMARKS.md, "The phone at the speaker's pace,
+again"). The line has nothing above 4 kHz to keep apart from its images, so a short
+linear-phase half-band filter (4 ms of delay) does the same work: its images of the band
+of a tone at 3.5 kHz or lower are more than 80 dB down (`tests/unit/test_phone_line.py`), and the
+narrowband bench hears clips brought up either way with the same words.
 
 A phone line carries 300-3,400 Hz at 8 kHz in μ-law. The voice is synthesised at its own
 rate (24 kHz for the neural voice) and brought down here once:
@@ -46,6 +56,12 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 LINE_RATE = 8_000
+PIPELINE_RATE = 16_000  # what the VAD and Whisper hear: the line's rate, doubled
+# The way in: a windowed-sinc low-pass at the line's Nyquist, at 16 kHz. 127 taps (odd,
+# linear phase) delay by 63 samples, 3.9 ms; Kaiser's beta 8 keeps the images ~80 dB down
+# past a transition of about +-330 Hz around 4 kHz.
+UP_TAPS = 127
+UP_KAISER_BETA = 8.0
 HIGH_PASS_HZ = 300
 HIGH_PASS_TAPS = 101  # odd, linear phase: 6 ms of delay at 8 kHz, about 250 Hz of transition
 # Active speech level of the neural voice's sentences after the high-pass (median over Ava's
@@ -71,6 +87,59 @@ def _high_pass_taps(rate: int = LINE_RATE, cutoff_hz: float = HIGH_PASS_HZ, taps
 
 
 _HIGH_PASS = _high_pass_taps()
+
+
+def _up_taps(taps: int = UP_TAPS, beta: float = UP_KAISER_BETA) -> np.ndarray:
+    """The way in's low-pass at 16 kHz, cut at 4 kHz, its gain 2 (every other sample is a zero)."""
+    n = np.arange(taps) - (taps - 1) / 2
+    low = 0.5 * np.sinc(0.5 * n) * np.kaiser(taps, beta)
+    result: np.ndarray = (2 * low / low.sum()).astype(np.float64)
+    return result
+
+
+_UP = _up_taps()
+
+
+class LineUpsampler(BaseAudioResampler):
+    """8 kHz PCM16 from the line to 16 kHz as it comes, 3.9 ms late (`UP_TAPS`), every input
+    sample's two outputs given at once: nothing waits for the next frame. Its history is kept
+    across the gaps between frames (Twilio sends one every 20 ms, silence included).
+    Any other pair of rates goes to Pipecat's resampler."""
+
+    def __init__(self) -> None:
+        self._history = np.zeros(len(_UP) - 1, np.float64)
+        self._other: BaseAudioResampler | None = None
+
+    async def resample(self, audio: bytes, in_rate: int, out_rate: int) -> bytes:
+        if in_rate == out_rate:
+            return audio
+        if (in_rate, out_rate) != (LINE_RATE, PIPELINE_RATE):
+            self._other = self._other or create_stream_resampler()
+            other: bytes = await self._other.resample(audio, in_rate, out_rate)
+            return other
+        samples = np.frombuffer(audio[: len(audio) - len(audio) % 2], dtype="<i2").astype(np.float64)
+        if not len(samples):
+            return b""
+        stuffed = np.zeros(2 * len(samples), np.float64)
+        stuffed[::2] = samples
+        return self._filter(stuffed)
+
+    def _filter(self, stuffed: np.ndarray) -> bytes:
+        joined = np.concatenate([self._history, stuffed])
+        out = np.convolve(joined, _UP, mode="valid")
+        self._history = joined[len(joined) - len(self._history) :]
+        return bytes(np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes())
+
+    async def flush(self) -> bytes:
+        """The delay's worth still in the filter, and a fresh start."""
+        tail = self._filter(np.zeros((len(_UP) - 1) // 2, np.float64))
+        await self.reset()
+        return tail
+
+    async def reset(self) -> None:
+        self._history[:] = 0.0
+        if self._other is not None:
+            await self._other.reset()  # type: ignore[no-untyped-call]  # untyped in Pipecat
 
 
 def soft_limit(samples: np.ndarray, knee: float = SOFT_LIMIT) -> np.ndarray:

@@ -15,16 +15,25 @@ than when they trail off (`FinishedWordsStop`). And the assistant's captions are
 each sentence's audio starts (`AssistantCaptions` after the TTS), not when the TTS lets
 them through.
 The recogniser and the voice follow the person's language (`build_call(language=...)`).
+
+Silero's model is loaded once per process and shared by every call of every door; each
+call keeps only its own recurrent state (`CallSilero`). Pipecat's analyzer loaded the model
+again for each call, on the event loop, while building the call: 70-90 ms on a quiet machine,
+0.2-0.4 s under load, with every other call's audio and turns waiting. The shared model is
+loaded at startup beside the speech engines (`preload_vad`), or else by the first call's VAD
+on its own thread, never on the loop.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from pipecat.audio.vad.silero import SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADParams, VADState
+from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -86,16 +95,56 @@ class BandAware(Protocol):
     def hear_narrowband(self) -> None: ...
 
 
+_silero: Any = None  # the process's one Silero ONNX session (onnxruntime's runs are thread-safe)
+_silero_lock = threading.Lock()
+
+
+def silero_session() -> Any:
+    """The process's Silero session, loaded on the first call (thread-safe, blocking)."""
+    global _silero
+    with _silero_lock:
+        if _silero is None:
+            path = resources.files("pipecat.audio.vad.data").joinpath("silero_vad.onnx")
+            # Pipecat's wrapper opens the session with its options (CPU, one thread per run).
+            _silero = SileroOnnxModel(str(path), force_onnx_cpu=True).session  # type: ignore[no-untyped-call]
+        return _silero
+
+
+def preload_vad() -> None:
+    """Load Silero's model now (servers call this at startup, in a background thread)."""
+    silero_session()
+
+
+class CallSilero(SileroOnnxModel):
+    """Silero's recurrent state and audio context for one call, over the process's one
+    session: what Pipecat's wrapper keeps per instance, without loading the model again."""
+
+    def __init__(self) -> None:  # the base's would load the model
+        self.sample_rates = [8_000, 16_000]
+        self.reset_states()  # type: ignore[no-untyped-call]  # untyped in Pipecat
+
+    @property
+    def session(self) -> Any:
+        # Read on the VAD's own thread (Pipecat runs the model in the analyzer's executor).
+        return silero_session()
+
+
 class PauseAwareVAD(SileroVADAnalyzer):
     """Silero VAD that also reports a pause once it has lasted `pause_s` (well before the
     stop that follows `stop_secs` of quiet), and the speech that resumes after it.
 
     The VAD dips out of "speaking" for a frame or two between words all the time; waiting
     for a little quiet keeps those dips from starting a transcription that is thrown away.
+    The model is the process's (`CallSilero`); the state is this call's.
     """
 
     def __init__(self, *, listener: PauseListener | None = None, pause_s: float = 0.06, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        # Not SileroVADAnalyzer.__init__: it loads the model. What it sets besides is set here
+        # (tests/integration/test_call_vad.py compares the two).
+        VADAnalyzer.__init__(self, **kwargs)
+        self._model = CallSilero()
+        self._windows_since_reset = 0
+        self._low_confidence_windows = 0
         self.listener = listener
         self._pause_s = pause_s
         self._last_state = VADState.QUIET

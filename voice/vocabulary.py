@@ -112,10 +112,27 @@ def doubt(text: str, expected: Expected) -> str:
     no device of the home ("turn on the bedroom life", "the man room light"), or a word near a
     known one but not it ("bad room" for "bedroom"). A doubt costs only a second look, so it
     may be raised on a request said in other words ("turn off all the lights")."""
+    return next(iter(doubts(text, expected)), "")
+
+
+def doubts(text: str, expected: Expected) -> list[str]:
+    """Every reason `doubt` finds, in its order (`bench.voice_narrowband` weighs each one)."""
     said = _words(text)
     known = expected.words
+    reasons = []
     if COMMAND_VERBS & set(said) and not any(_contains(said, device) for device in expected.devices):
-        return "a command naming no device"
+        reasons.append(NO_DEVICE)
+    near = _near_miss(said, known)
+    if near:
+        reasons.append(near)
+    return reasons
+
+
+NO_DEVICE = "a command naming no device"
+
+
+def _near_miss(said: list[str], known: frozenset[str]) -> str:
+    """The first word (or two run together) near a known word but not it, as "'x' near 'y'"."""
     for i, word in enumerate(said):
         if word in known or word in SMALL_WORDS:
             continue

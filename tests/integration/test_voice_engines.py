@@ -40,6 +40,7 @@ from voice.engines.whisper import (
     transcribe_narrowband,
     transcribe_pcm16,
 )
+from voice.phone_line import LineUpsampler
 from voice.prosody import emotion_to_ssml, segment_ssml, strip_stray_tags, text_type_for
 from voice.vocabulary import room_words
 
@@ -184,7 +185,7 @@ async def test_a_phone_line_heard_short_first_names_the_devices_the_30_s_window_
 async def _down_the_line(pcm16k: bytes) -> bytes:
     """16 kHz PCM16 down an 8 kHz μ-law line and back, as the phone door's serializer does."""
     ulaw = await pcm_to_ulaw(pcm16k, 16_000, 8_000, create_stream_resampler())
-    return bytes(await ulaw_to_pcm(ulaw, 8_000, 16_000, create_stream_resampler()))
+    return bytes(await ulaw_to_pcm(ulaw, 8_000, 16_000, LineUpsampler()))
 
 
 def _words(text: str) -> list[str]:

@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 
 from agents import AGENTS, SANDBOX_DEVICE_NAMES
-from voice.vocabulary import NAMES_MAX, doubt, expected_words, hearing_prompt, room_prompt, zee_addressed
+from voice.vocabulary import (
+    NAMES_MAX,
+    NO_DEVICE,
+    doubt,
+    doubts,
+    expected_words,
+    hearing_prompt,
+    room_prompt,
+    room_words,
+    zee_addressed,
+)
 
 
 def test_the_room_prompt_names_every_member_and_no_command() -> None:
@@ -99,3 +109,13 @@ def test_see_said_as_a_word_stays(heard: str) -> None:
 def test_no_zee_in_the_room_no_rewrite() -> None:
     room = expected_words(["Ava", "Yori"], SANDBOX_DEVICE_NAMES)
     assert zee_addressed("See, turn on the bedroom light.", room) == "See, turn on the bedroom light."
+
+
+def test_every_reason_to_doubt_is_listed_in_doubts_order() -> None:
+    """`bench.voice_narrowband` weighs each reason; `doubt` gives the first."""
+    room = room_words()
+    both = doubts("turn on the bad room life", room)
+    assert both[0] == NO_DEVICE and "near 'bedroom'" in both[1] and len(both) == 2
+    assert doubt("turn on the bad room life", room) == NO_DEVICE
+    assert doubts("what's the bad room like", room) == [doubt("what's the bad room like", room)]
+    assert doubts("turn on the bedroom light", room) == [] and doubt("turn on the bedroom light", room) == ""

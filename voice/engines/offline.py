@@ -25,9 +25,12 @@ OfflineVoice = Literal["neural", "espeak"]
 
 
 def preload_offline(tts: OfflineVoice) -> None:
-    """Blocking: load Whisper tiny.en (and the neural voice when chosen). Run in a thread."""
+    """Blocking: load Silero's VAD, Whisper tiny.en (and the neural voice when chosen). Run
+    in a thread."""
     from voice.engines.whisper import preload_whisper
+    from voice.pipeline import preload_vad
 
+    preload_vad()  # every call's VAD shares it (with Google hearing, the first call loads it)
     preload_whisper()
     if tts == "neural":
         from voice.engines.hibari import preload_hibari

@@ -32,14 +32,15 @@ A phone call's audio (8 kHz, its upper band gone) flips more words through the s
 than full-band speech ("bedroom light" -> "bad room light"), and the 30 s window costs about
 three times as much. So a narrowband call is heard through the short window first, with the
 empty band filled by a faint noise, and through the 30 s window again only when the short
-decode looks wrong: the decoder unsure of it, or its words not what the room expects (a
-command naming no device of the home, a word near a device's or a member's name but not it;
-`voice.vocabulary.doubt`). `bench.voice_narrowband` measured it against the 30 s window on
-162 phone-line clips: no more word errors and as many device words heard, at a third of the
-time per clip (BENCHMARKS.md, "Short window first"); without the check on the words the
-short window lost device words ("bedroom" heard as "bad room"; tests/e2e/test_phone.py's
-light stayed off), so the check is what makes it safe. A call without expected words (the
-Indonesian recogniser: never measured) keeps the 30 s window (`hear_narrowband`).
+decode looks wrong: the decoder unsure of it, or a word near a device's or a member's name
+but not it (`second_look`; a command naming no device was a reason too, until weighing
+each reason showed its second looks made more errors than they cured).
+`bench.voice_narrowband` measured it against the 30 s window on 162 phone-line clips: no
+more word errors and as many device words heard, at a third of the time per clip
+(BENCHMARKS.md, "Short window first"); without the check on the words the short window lost
+device words ("bedroom" heard as "bad room"; tests/e2e/test_phone.py's light stayed off),
+so the check is what makes it safe. A call without expected words (the Indonesian
+recogniser: never measured) keeps the 30 s window (`hear_narrowband`).
 
 A vocabulary: the service may be given a prompt (`voice.vocabulary`: the team's names),
 which Whisper reads as the text said just before each utterance, on both paths; with it,
@@ -79,7 +80,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from voice.turn_end import Foresight
-from voice.vocabulary import Expected, doubt, zee_addressed
+from voice.vocabulary import NO_DEVICE, Expected, doubts, zee_addressed
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -387,17 +388,34 @@ def transcribe_narrowband(
 ) -> str:
     """Blocking: a phone line's utterance through the short window (its empty upper band
     filled), and through the 30 s window again only when the short decode looks wrong: the
-    decoder unsure of it, or its words not what the room expects (`voice.vocabulary.doubt`: a
-    command naming no device of the home, a word near a known one). A "See," that was "Zee,"
-    is written back (`zee_addressed`)."""
+    decoder unsure of it, or a word near a known one but not it (`second_look`). A "See,"
+    that was "Zee," is written back (`zee_addressed`)."""
     samples = _samples(pcm)
     if len(samples) / WHISPER_RATE + 1 > FULL_WINDOW_S:
         text = transcribe_full_window(pcm, recogniser, prompt=prompt)
     else:
         text, avg_logprob = decode_short(fill_upper_band(samples), recogniser, prompt_text=prompt)
-        if avg_logprob < UNSURE_LOG_PROB or (expected is not None and doubt(text, expected)):
+        if second_look(text, avg_logprob, expected):
             text = transcribe_full_window(pcm, recogniser, prompt=prompt)
     return zee_addressed(text, expected) if expected is not None else text
+
+
+UNSURE = "unsure"
+
+
+def second_look(text: str, avg_logprob: float, expected: Expected | None) -> str:
+    """Why a phone line's short decode is heard again through the 30 s window ("" when it is
+    not): the decoder `UNSURE`, or a word near a member's or device's name but not it
+    (`doubts`). A command naming no device is not a reason on its own: weighed on 162 phone
+    clips, the 30 s window's second look at those made more word errors than the short decode
+    (31 against 27 on its 16 clips) for one device word, and dropping it halved the clips
+    heard twice (29 -> 14) at fewer errors than the 30 s window alone (166 against 178) and
+    more device words (144 against 142; BENCHMARKS.md, "The phone at the speaker's pace,
+    again")."""
+    if avg_logprob < UNSURE_LOG_PROB:
+        return UNSURE
+    reasons = [r for r in doubts(text, expected) if r != NO_DEVICE] if expected is not None else []
+    return next(iter(reasons), "")
 
 
 def _rms(pcm: bytes) -> float:
