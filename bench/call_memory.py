@@ -56,7 +56,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import asyncpg
@@ -65,7 +64,16 @@ from websockets.exceptions import ConnectionClosed
 
 from bench.databases import migrated
 from bench.report import kept
-from bench.servers import BenchFailed, environment, free_port, log_tail, postgres, started, until_ready
+from bench.servers import (
+    BenchFailed,
+    environment,
+    free_port,
+    log_tail,
+    postgres,
+    serve_with_probe,
+    started,
+    until_ready,
+)
 from bench.voice_latency import REPLY_TIMEOUT_S, SILENT_RMS, Clip, Turn, VoiceCall, make_clip, read_turn, voice_call
 
 # Requests the offline model answers, with words its reply must contain; on and off in turn,
@@ -86,37 +94,23 @@ REFUSED = [0]  # calls placed again after such a refusal, in the run
 
 
 def _serve_with_probe(probe: Path) -> None:
-    """In the server process: install the SIGUSR1 probe, then run `avagenc serve` itself."""
-    count = [0]
+    """In the server process: the SIGUSR1 probe of the loop's tasks and the tracked objects,
+    then `avagenc serve` itself."""
 
-    def report() -> None:
+    def figures() -> dict[str, Any]:
         gc.collect()
         objects = gc.get_objects()
         tasks = asyncio.all_tasks()
         kinds = collections.Counter(task.get_coro().__qualname__ for task in tasks)  # type: ignore[union-attr]
-        count[0] += 1
-        figures = {
-            "n": count[0],
+        return {
             "tasks": len(tasks),
             "task_kinds": dict(kinds.most_common(12)),
             "objects": len(objects),
             "types": dict(collections.Counter(type(o).__qualname__ for o in objects).most_common(400)),
             "frozen": gc.get_freeze_count(),
         }
-        partial = probe.with_suffix(".tmp")
-        partial.write_text(json.dumps(figures))
-        partial.replace(probe)
 
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        # A signal handler runs between two bytecodes of whatever the loop was doing: the
-        # work is handed to the loop, to run as one of its callbacks.
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_soon_threadsafe(report)
-
-    signal.signal(signal.SIGUSR1, on_signal)
-    from cli import main
-
-    main(["serve"])
+    serve_with_probe(probe, figures)
 
 
 # --- the driver's side ---------------------------------------------------------------------

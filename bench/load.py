@@ -58,7 +58,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import httpx
@@ -67,7 +66,17 @@ from websockets.exceptions import WebSocketException
 
 from bench.cold_start import _prepare
 from bench.report import kept
-from bench.servers import ROOT, BenchFailed, TextTurns, environment, free_port, postgres, started, until_ready
+from bench.servers import (
+    ROOT,
+    BenchFailed,
+    TextTurns,
+    environment,
+    free_port,
+    postgres,
+    serve_with_probe,
+    started,
+    until_ready,
+)
 from bench.turn_overhead import Watched, postmaster_pid
 from bench.voice_latency import SAYINGS, WARM_UP, Clip, Turn, make_clip, voice_call
 
@@ -116,22 +125,7 @@ def _serve_counting(probe: Path) -> None:
 
     # Read at each call by the pools' and the listener's connect (database.pool, database.listener).
     asyncpg.connect = counted  # type: ignore[assignment]
-    written = [0]
-
-    def report() -> None:
-        written[0] += 1
-        partial = probe.with_suffix(".tmp")
-        partial.write_text(json.dumps({"n": written[0], **counts}))
-        partial.replace(probe)
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_soon_threadsafe(report)
-
-    signal.signal(signal.SIGUSR1, on_signal)
-    from cli import main
-
-    main(["serve"])
+    serve_with_probe(probe, lambda: dict(counts))
 
 
 def _read_counts(probe: Path) -> dict[str, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 import httpx
@@ -35,6 +37,29 @@ LOG_TAIL_CHARS = 2_000
 
 class BenchFailed(Exception):
     """The run cannot produce honest numbers; the message says why."""
+
+
+def serve_with_probe(probe: Path, figures: Callable[[], dict[str, Any]]) -> None:
+    """In a bench's server process: on each SIGUSR1 write `figures()` (numbered `n`) to
+    `probe` whole, then run `avagenc serve` itself until stopped. The signal handler runs
+    between two bytecodes of whatever the loop was doing, so the work is handed to the loop,
+    to run as one of its callbacks."""
+    count = [0]
+
+    def report() -> None:
+        count[0] += 1
+        partial = probe.with_suffix(".tmp")
+        partial.write_text(json.dumps({"n": count[0], **figures()}))
+        partial.replace(probe)
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon_threadsafe(report)
+
+    signal.signal(signal.SIGUSR1, on_signal)
+    from cli import main
+
+    main(["serve"])
 
 
 def log_tail(path: Path) -> str:
