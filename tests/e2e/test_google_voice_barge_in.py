@@ -183,8 +183,12 @@ async def test_speaking_over_ava_stops_her_voice_and_generation_and_bills_what_w
                 )
                 entries = await services.wallet.entries(me, before_id=None, limit=200)
                 voiced = sum(e.metadata["tts"]["characters"] for e in entries if e.type == "voice_usage")
+                heard_ms = sum(e.metadata["stt"]["ms"] for e in entries if e.type == "voice_usage")
+                sent_ms = sum(r.audio_bytes for r in speech.recognitions) * 1000 // BYTES_PER_S
                 charged = all(c["cost_micros"] is not None for c in calls)
-                if len(calls) == len(served) and charged and voiced >= sum(s.characters for s in speech.syntheses):
+                # The call's last slice (the audio heard since the last reply) is charged as it ends.
+                settled = voiced >= sum(s.characters for s in speech.syntheses) and heard_ms >= sent_ms - 20
+                if len(calls) == len(served) and charged and settled:
                     break
                 await asyncio.sleep(0.2)
     assert await services.runs.uncharged_calls() == []
