@@ -81,7 +81,7 @@ from database import EmbeddedPostgres, Listener, TurnPool, holding, holding_own
 from ledger import PostgresLedger
 from settings import Settings
 from web import WRONG_CODES_WINDOW_S, ChatApi, DeviceLimits, EdgeLimits, FirebaseWeb, WakeDoors, build_app
-from web.doors import DoorsStarting, add_doors
+from web.doors import BROWSER_DOOR_PREFIX, DoorsStarting, LaterDoors, add_doors
 
 # How long a recall waits for the person's newest messages to be learned first.
 RECALL_CATCH_UP_S = 1.0
@@ -606,10 +606,17 @@ def serve_app(services: Services) -> FastAPI:
     later = services.voice_later
     if later is None:
         add_doors(app, *_call_doors(services.voice))
+        add_doors(app, *_browser_door(services.voice))
         return app
-    # Outermost, so it sees every request: a call waits for the doors, and until they begin
+    # Outermost, so it sees every request: a call waits for its door, and until they begin
     # loading, the requests in flight are counted for the loading's quiet spell.
-    app.add_middleware(DoorsStarting, ready=later.ready, open_=lambda: later.doors is not None, traffic=later.traffic)
+    app.add_middleware(
+        DoorsStarting,
+        ready=later.calls_ready,
+        open_=lambda: later.doors is not None,
+        traffic=later.traffic,
+        later=[LaterDoors(BROWSER_DOOR_PREFIX, later.ready, lambda: later.browser)],
+    )
     later.start(
         lambda stack: build_voice(
             settings,
@@ -622,6 +629,7 @@ def serve_app(services: Services) -> FastAPI:
             wallet=services.wallet,
         ),
         functools.partial(_attach_doors, app, services.wire_doors),
+        lambda doors: add_doors(app, *_browser_door(doors)),
     )
     return app
 
@@ -634,10 +642,18 @@ def _attach_doors(app: FastAPI, wire: Callable[[VoiceDoors], None] | None, doors
 
 
 def _call_doors(doors: VoiceDoors) -> tuple[list[APIRouter], list[type[Exception]]]:
-    """The call routes over `doors`, and the errors they raise (voice is imported by now)."""
-    from voice import VoiceError, build_voice_router, build_webrtc_router
+    """The call routes over `doors` but the browser's, and the errors they raise (voice is
+    imported by now)."""
+    from voice import VoiceError, build_voice_router
 
-    return [build_voice_router(doors), build_webrtc_router(doors)], [VoiceError]
+    return [build_voice_router(doors)], [VoiceError]
+
+
+def _browser_door(doors: VoiceDoors) -> tuple[list[APIRouter], list[type[Exception]]]:
+    """The browser's WebRTC call route over `doors` (its errors are voice's, added with the others)."""
+    from voice.webrtc import build_webrtc_router
+
+    return [build_webrtc_router(doors)], []
 
 
 @contextlib.asynccontextmanager

@@ -180,10 +180,12 @@ async def end_calls(voice: VoiceDoors) -> None:
     """Every live call hears Ava's goodbye and gets `hangup` (reason `shutdown`); what has
     not ended within _CALLS_END_S is cut. A browser pipeline still running after that is
     cancelled, since one left to the loop's final cancel-all never finishes."""
-    from voice import end_webrtc_calls
-
     await voice.end_all_calls(reason="shutdown", timeout_s=_CALLS_END_S)
-    await end_webrtc_calls()
+    # The browser's door may never have been built (VoiceLater builds it last); without it
+    # no browser call exists, and importing it now would only slow the shutdown.
+    webrtc = sys.modules.get("voice.webrtc")
+    if webrtc is not None:
+        await webrtc.end_webrtc_calls()
 
 
 def live_call_on(voice: VoiceDoors) -> LiveCall:
@@ -316,15 +318,23 @@ class VoiceLater:
     1.5x a warm one on a quiet machine and up to 7x on a busy one. Once begun, it runs to
     the end. While it runs, the interpreter hands its lock over every `_LOADING_SWITCH_S`
     instead of 5 ms, so a text turn waking on the loop waits that long for it, not 5 ms
-    per wake-up (docs/scaling.md#cold-start)."""
+    per wake-up (docs/scaling.md#cold-start).
+
+    It builds in two stages: first every door but the browser's (`calls_ready`, the doors
+    handed to `attach`), then the browser's WebRTC door (`attach_browser`), whose import
+    (aiortc, aioice, PyAV, DNS) is about a third of voice's: a speaker's or a phone's call
+    placed on a woken instance waits for the first stage only. `ready` is set when both have
+    ended."""
 
     def __init__(self, *, quiet_s: float = LOAD_AFTER_QUIET_S, wait_max_s: float = LOAD_WAIT_MAX_S) -> None:
         self.ready = asyncio.Event()
+        self.calls_ready = asyncio.Event()
         self.serving = asyncio.Event()
         self.traffic = Traffic()
         self._quiet_s = quiet_s
         self._wait_max_s = wait_max_s
         self.doors: VoiceDoors | None = None
+        self.browser = False
         self.speech = "loading in the background"
         self.preload: threading.Thread | None = None
         self._stack = contextlib.AsyncExitStack()
@@ -334,6 +344,7 @@ class VoiceLater:
         self,
         build: Callable[[contextlib.AsyncExitStack], tuple[VoiceDoors, str, threading.Thread | None]],
         attach: Callable[[VoiceDoors], None],
+        attach_browser: Callable[[VoiceDoors], None],
     ) -> None:
         async def load() -> None:
             await self.serving.wait()
@@ -342,19 +353,41 @@ class VoiceLater:
             switch_s = sys.getswitchinterval()
             sys.setswitchinterval(min(switch_s, _LOADING_SWITCH_S))
             try:
-                await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
-                doors, self.speech, self.preload = build(self._stack)
-                attach(doors)
-                self.doors = doors
-                log.info("voice doors ready: speech=%s", self.speech)
-            except Exception:
-                self.speech = "unavailable"
-                log.exception("the call doors could not be built; text goes on")
+                await self._first_stage(build, attach)
+                if self.doors is not None:
+                    await self._browser_stage(self.doors, attach_browser)
             finally:
                 sys.setswitchinterval(switch_s)
+                self.calls_ready.set()
                 self.ready.set()
 
         self._task = asyncio.create_task(load(), name="voice-later")
+
+    async def _first_stage(
+        self,
+        build: Callable[[contextlib.AsyncExitStack], tuple[VoiceDoors, str, threading.Thread | None]],
+        attach: Callable[[VoiceDoors], None],
+    ) -> None:
+        try:
+            await asyncio.to_thread(importlib.import_module, "voice")  # the slow part, off the loop
+            doors, self.speech, self.preload = build(self._stack)
+            attach(doors)
+            self.doors = doors
+            log.info("voice doors ready: speech=%s", self.speech)
+        except Exception:
+            self.speech = "unavailable"
+            log.exception("the call doors could not be built; text goes on")
+        finally:
+            self.calls_ready.set()
+
+    async def _browser_stage(self, doors: VoiceDoors, attach_browser: Callable[[VoiceDoors], None]) -> None:
+        try:
+            await asyncio.to_thread(importlib.import_module, "voice.webrtc")
+            attach_browser(doors)
+            self.browser = True
+            log.info("browser call door ready")
+        except Exception:
+            log.exception("the browser's call door could not be built; other calls go on")
 
     def live_call(self, person_id: str) -> tuple[str, Callable[[SpokenReply], Awaitable[None]]] | None:
         """`live_call_on` once the doors exist; no call is live before."""

@@ -22,6 +22,7 @@ and `source`, compiling every module it imports at every start, as the image did
 REF's tree is exported with `git archive` into the run's temporary folder and served from
 there, so a change and its baseline meet the same moments of a shared machine's load.
 `--warm-turns N` posts N warm turns after the first (the median is the warm figure).
+`--logs DIR` keeps every start's server log there (the temporary folder goes at the end).
 
 `--importtime` runs one more (compiled) start under `python -X importtime` and prints the
 packages that cost the most to import (own time summed by top-level package), which is
@@ -37,6 +38,7 @@ import asyncio
 import contextlib
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -159,6 +161,11 @@ def _exported(ref: str, home: Path) -> Path:
     return folder
 
 
+def _copy_logs(home: Path, to: Path) -> None:
+    for log in home.glob("serve-*.log"):
+        shutil.copy2(log, to / log.name)
+
+
 def import_profile(path: Path, top: int) -> list[tuple[str, float]]:
     """Top-level packages by the import time spent in their own modules (ms, summed), from
     `-X importtime`'s output: where the start's time goes, whoever imported them."""
@@ -183,6 +190,7 @@ async def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--against", metavar="REF", help="alternate with this git commit's tree (both compiled)")
     parser.add_argument("--warm-turns", type=int, default=1, help="warm turns after the first (median taken)")
+    parser.add_argument("--logs", type=Path, help="copy every start's server log into this folder")
     args = parser.parse_args()
     if args.warm_turns < 1:
         parser.error("--warm-turns must be at least 1")
@@ -193,8 +201,15 @@ async def main() -> None:
 
         # The bedroom light on, then off: each start's new person finds it off.
         clips = (await make_clip(*REQUESTS[0]), await make_clip(*REQUESTS[1]))
-    with postgres() as (admin_url, source), tempfile.TemporaryDirectory(prefix="avagenc-cold-") as folder:
+    with (
+        postgres() as (admin_url, source),
+        tempfile.TemporaryDirectory(prefix="avagenc-cold-") as folder,
+        contextlib.ExitStack() as stack,
+    ):
         home = Path(folder)
+        if args.logs is not None:  # the temporary folder goes at the end, a failed start's log with it
+            args.logs.mkdir(parents=True, exist_ok=True)
+            stack.callback(_copy_logs, home, args.logs)
         database_url = await _prepare(admin_url)
         # (label, compiled, tree): the two ways alternate, so a shared machine's load falls on both alike.
         ways: list[tuple[str, bool, Path]] = [

@@ -2,7 +2,9 @@
 phones; Ava's voice processor; speech engines; emotion prosody and hang-up.
 
 The composition root (`app`) imports the names listed here; engines are imported by it from
-`voice.engines.*` only when chosen, so cloud SDKs load only when configured.
+`voice.engines.*` only when chosen, so cloud SDKs load only when configured, and the
+browser's door from `voice.webrtc`, which it builds last (its WebRTC stack is a third of
+voice's import, app.voice.VoiceLater).
 """
 
 from voice.call_slots import CallSlots
@@ -12,7 +14,6 @@ from voice.errors import VoiceError
 from voice.phone_webhook import PhoneWebhook, twilio_signature
 from voice.pipeline import Engines, TurnTiming
 from voice.shared import VoiceDoors
-from voice.webrtc import build_webrtc_router, end_webrtc_calls
 
 __all__ = [
     "Call",
@@ -25,7 +26,5 @@ __all__ = [
     "VoiceDoors",
     "VoiceError",
     "build_voice_router",
-    "build_webrtc_router",
-    "end_webrtc_calls",
     "twilio_signature",
 ]

@@ -11,6 +11,11 @@ The same middleware tells the doors' loading what the server is doing (`Traffic`
 beside a woken instance's first text turn, they made it several times slower than a warm
 one (BENCHMARKS.md "Cold start: the doors load when the server is idle"), so the loading
 waits for a quiet moment, or for a call, which needs the doors anyway.
+
+Doors may come in stages (`LaterDoors`): the browser's WebRTC door costs about a third of
+voice's import (aiortc, aioice, PyAV, DNS), which a speaker's or a phone's call need not
+wait for (docs/scaling.md#cold-start). A path meets the first stage whose prefix it starts
+with.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +33,8 @@ from web.edge import on_domain_error, problem
 
 # Every call door's path starts with this (voice/doors.py, voice/phone.py, voice/webrtc.py).
 DOORS_PREFIX = "/v1/voice/"
+# The browser's call door (voice/webrtc.py), which may come after the others (`LaterDoors`).
+BROWSER_DOOR_PREFIX = "/v1/voice/webrtc"
 # How long a call waits for the doors being built before it is told to retry.
 DOORS_WAIT_S = 60.0
 # A socket closed because the server cannot take it yet (RFC 6455 §7.4.1 "try again later").
@@ -90,11 +98,22 @@ class Traffic:
             self.watching = False
 
 
+@dataclass(frozen=True)
+class LaterDoors:
+    """Call routes under `prefix` that exist once `open_()` says so; `ready` is set when
+    their loading has ended, built or not."""
+
+    prefix: str
+    ready: asyncio.Event
+    open_: Callable[[], bool]
+
+
 class DoorsStarting:
     """ASGI middleware: a request under `prefix` waits until `ready` is set, then goes on to
-    the app if `open_()` says the doors are there, else is told to retry. Given `traffic`,
-    such a request tells it a call has come, and every other HTTP request is counted in it
-    while it watches."""
+    the app if `open_()` says the doors are there, else is told to retry; a request under
+    the prefix of one of `later` (more specific prefixes, looked at first) does the same
+    with that stage's. Given `traffic`, such a request tells it a call has come, and every
+    other HTTP request is counted in it while it watches."""
 
     def __init__(
         self,
@@ -105,25 +124,33 @@ class DoorsStarting:
         prefix: str = DOORS_PREFIX,
         wait_s: float = DOORS_WAIT_S,
         traffic: Traffic | None = None,
+        later: Sequence[LaterDoors] = (),
     ) -> None:
         self.app = app
-        self._ready = ready
-        self._open = open_
+        self._stages = (*later, LaterDoors(prefix, ready, open_))
         self._prefix = prefix
         self._wait_s = wait_s
         self._traffic = traffic
 
+    def _stage(self, path: str) -> LaterDoors | None:
+        """The doors `path` belongs to, while they are not open yet."""
+        if not path.startswith(self._prefix):
+            return None
+        stage = next(s for s in self._stages if path.startswith(s.prefix))  # the last one's is `prefix`
+        return None if stage.open_() else stage
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         traffic = self._traffic
-        if scope["type"] in ("http", "websocket") and scope["path"].startswith(self._prefix) and not self._open():
+        stage = self._stage(scope["path"]) if scope["type"] in ("http", "websocket") else None
+        if stage is not None:
             if traffic is not None:
                 traffic.call_arrived()
             try:
                 async with asyncio.timeout(self._wait_s):
-                    await self._ready.wait()
+                    await stage.ready.wait()
             except TimeoutError:
                 pass
-            if not self._open():
+            if not stage.open_():
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": _TRY_AGAIN_LATER, "reason": "voice is starting"})
                 else:

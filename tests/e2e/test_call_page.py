@@ -37,7 +37,7 @@ from tests.fakes.browser import ARTEFACTS, focused_visibly, tab_to
 from tests.fakes.netns import VethPair, veth_pair
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import silence, speech_pcm16
-from voice import end_webrtc_calls
+from voice.webrtc import end_webrtc_calls
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAV_RATE = 16_000

@@ -28,7 +28,7 @@ from tests.conftest import App
 from tests.fakes.netns import veth_pair
 from tests.fakes.servers import serve_in_process
 from tests.fakes.speech import Heard, rms, silence, speech_pcm16, wait_for
-from voice import end_webrtc_calls
+from voice.webrtc import end_webrtc_calls
 
 RATE = 48_000  # what a browser's microphone track carries
 FRAME_S = 0.02
