@@ -283,6 +283,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         "trims",
         "thankyou",
         "tengkyu",
+        # As a recogniser hears them: a phone line turned "thanks a lot" into "thank a lot".
+        "thank",
+        "appreciate it",
+        "much appreciated",
     ),
     "capabilities": (
         "what can you do",

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents.offline.dayparts import day_part, part_span
+from agents.offline.words import intent_of
 from agents.rafal.offline import _heard_from, _told, wants_workspace
 from agents.yori.offline import _said_name, _want, wants_music
 from agents.zee.asks import asks_of, felt, spelled
@@ -181,3 +182,15 @@ def test_a_part_of_the_day_spans_those_hours_in_the_persons_zone() -> None:
     assert part is not None
     start, end = part_span(date(2026, 12, 1), part, zone)
     assert (start.isoformat(), end.isoformat()) == ("2026-12-01T17:00:00+07:00", "2026-12-02T00:00:00+07:00")
+
+
+@pytest.mark.parametrize(
+    "text", ["Thank a lot.", "appreciate it", "much appreciated!", "thank you very much", "ok thanks ava"]
+)
+def test_thanks_as_people_say_it_and_as_a_phone_line_hears_it(text: str) -> None:
+    assert intent_of(text) == "thanks"
+
+
+@pytest.mark.parametrize("text", ["thank Sari for the flowers by email", "I'd appreciate it if you turned on the light"])
+def test_a_request_that_says_thank_is_still_a_request(text: str) -> None:
+    assert intent_of(text) != "thanks"
