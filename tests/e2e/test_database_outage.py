@@ -1,5 +1,6 @@
 """The database going away and coming back: every server connection is cut (as a
-PostgreSQL restart or a failover does), and the product carries on without a restart.
+PostgreSQL restart or a failover does), and the product carries on without a restart:
+turns, the learning worker and the wallet's announcements.
 
 Cut connections are found by the pool on their next use; the request that meets one
 must not be a 500 that loses the person's message, and the next ones must simply work.
@@ -10,8 +11,11 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import httpx
 
 from tests.conftest import App
+from tests.e2e.test_knowledge import learned
+from tests.fakes.servers import collect, read_events, serve_in_process
 
 
 async def _cut_every_connection(database_url: str) -> int:
@@ -54,3 +58,27 @@ async def test_turns_work_again_after_every_connection_is_cut(app: App, database
     said = [m["text"] for m in thread["messages"] if m["author"] == "human"]
     assert said[-1] == "hello"
     assert (await app.client.get("/readyz")).status_code == 200
+
+
+async def test_learning_and_the_wallets_announcement_carry_on_after_every_connection_is_cut(
+    app: App, database_url: str
+) -> None:
+    """The learning worker's backlog check and the wallet's one-statement announcement run on
+    connections of their own (chat/learning.py, chat/ports.py): both must find new ones."""
+    headers = await app.sign_in("Sari")
+    assert (await app.say(headers, "my favourite food is rendang")).status_code == 200
+    await learned(app, headers, "rendang")
+
+    assert await _cut_every_connection(database_url) > 0
+
+    async with serve_in_process(app.app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async with client.stream("GET", "/v1/events", headers=headers) as stream:
+            events = read_events(stream)
+            told = await client.post("/v1/messages", json={"text": "I'm allergic to peanuts"}, headers=headers)
+            if told.status_code == 503:  # the one request that may meet the cut (the test above)
+                told = await client.post("/v1/messages", json={"text": "I'm allergic to peanuts"}, headers=headers)
+            assert told.status_code == 200, told.text
+            seen = await collect(events, "wallet.changed")
+        balance = (await client.get("/v1/wallet", headers=headers)).json()["balance_micros"]
+    assert seen[-1].data["balance_micros"] == balance
+    await learned(app, headers, "rendang", "peanuts")

@@ -191,6 +191,8 @@ def test_thanks_as_people_say_it_and_as_a_phone_line_hears_it(text: str) -> None
     assert intent_of(text) == "thanks"
 
 
-@pytest.mark.parametrize("text", ["thank Sari for the flowers by email", "I'd appreciate it if you turned on the light"])
+@pytest.mark.parametrize(
+    "text", ["thank Sari for the flowers by email", "I'd appreciate it if you turned on the light"]
+)
 def test_a_request_that_says_thank_is_still_a_request(text: str) -> None:
     assert intent_of(text) != "thanks"
