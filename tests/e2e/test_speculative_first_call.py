@@ -14,9 +14,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents import Model
-from agents.gemini import GeminiModel
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
 from tests.conftest import App
+from tests.fakes.simulated_gemini import gemini_on
 from tests.unit.test_speculative_first_call import clear_of_a_new_minute
 from voice.calls import Call, CallForesight
 
@@ -32,9 +32,8 @@ async def sim() -> AsyncIterator[SimulatedGemini]:
 
 @pytest.fixture
 async def model(sim: SimulatedGemini) -> AsyncIterator[Model]:
-    gemini = GeminiModel(api_key="sim-key", base_url=sim.base_url, timeout_s=10.0, retries_max=0)
-    yield gemini
-    await gemini.aclose()
+    async with gemini_on(sim, timeout_s=10.0) as gemini:
+        yield gemini
 
 
 async def test_a_dropped_guess_and_an_adopted_one_are_each_charged_once(app: App, sim: SimulatedGemini) -> None:
