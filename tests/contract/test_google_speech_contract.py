@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal
@@ -41,6 +42,7 @@ from app.voice import choose_engines
 from bench.cloudsim.latency import LogNormal
 from bench.cloudsim.speech import Failure, SimulatedSpeech, espeak_synthesise, resample_pcm16, throwaway_credentials
 from settings import Settings
+from voice import Engines
 from voice.engines.google import (
     ProsodyGoogleTTSService,
     SsmlGoogleHttpTTSService,
@@ -294,22 +296,38 @@ async def test_a_sentence_cut_short_cancels_its_stream_and_is_billed_its_charact
     assert seen.cancelled and seen.characters == len(markup)
 
 
-async def test_the_settings_point_the_product_at_the_fakes(
-    speech: SimulatedSpeech, credentials: Path, tmp_path: Path
-) -> None:
+@contextlib.asynccontextmanager
+async def _engines_chosen(
+    home: Path,
+    credentials: Path,
+    speech: Literal["auto", "offline", "google-http", "google-streaming"],
+    *,
+    hearing: Literal["auto", "offline", "google"] = "auto",
+    endpoint: str | None = None,
+) -> AsyncIterator[tuple[Engines, str, threading.Thread | None]]:
+    """What app.voice.choose_engines picks with these settings and the throwaway credentials
+    (VOICE_SPEECH `speech`, VOICE_HEARING `hearing`, both Google APIs at `endpoint`), open
+    for the block."""
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
-        avagenc_home=tmp_path,
+        avagenc_home=home,
         session_secret=SecretStr("x" * 40),
         google_speech_credentials=credentials,
-        voice_hearing="offline",
-        voice_speech="google-streaming",
-        google_tts_endpoint=speech.endpoint,
-        google_stt_endpoint=speech.endpoint,
+        voice_hearing=hearing,
+        voice_speech=speech,
+        google_tts_endpoint=endpoint,
+        google_stt_endpoint=endpoint,
         voice_preload=False,
     )
     async with contextlib.AsyncExitStack() as stack:
-        engines, line, _preload = choose_engines(settings, stack)
+        yield choose_engines(settings, stack)
+
+
+async def test_the_settings_point_the_product_at_the_fakes(
+    speech: SimulatedSpeech, credentials: Path, tmp_path: Path
+) -> None:
+    chosen = _engines_chosen(tmp_path, credentials, "google-streaming", hearing="offline", endpoint=speech.endpoint)
+    async with chosen as (engines, line, _preload):
         stt, tts = engines.for_language("en")
         assert "offline hearing" in line and "Google Cloud TTS (streaming)" in line
         assert type(stt).__name__ == "WhisperSTTService"
@@ -334,16 +352,7 @@ async def test_auto_picks_the_streaming_voice_with_credentials_and_the_http_voic
     line_says: str,
     tts_kind: type[FrameProcessor],
 ) -> None:
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        avagenc_home=tmp_path,
-        session_secret=SecretStr("x" * 40),
-        google_speech_credentials=credentials,
-        voice_speech=voice_speech,
-        voice_preload=False,
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        engines, line, preload = choose_engines(settings, stack)
+    async with _engines_chosen(tmp_path, credentials, voice_speech) as (engines, line, preload):
         _stt, tts = engines.for_language("en")
     assert line == f"Google Cloud STT (streaming) + {line_says}" and preload is None
     assert type(tts) is tts_kind

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from agents import Model, ModelRequest
-from agents.gemini import GeminiModel
 from bench.cloudsim.gemini import Answer, SimulatedGemini
 from bench.cloudsim.latency import GOOGLE_TTS_STREAMING_FIRST_BYTE, LogNormal, ModelLatency
 from bench.cloudsim.speech import SimulatedSpeech, throwaway_credentials
@@ -29,6 +28,7 @@ from settings import Settings
 from tests.conftest import App, offline_settings
 from tests.e2e.test_speaker import call, say, token_for
 from tests.fakes.servers import serve_in_process
+from tests.fakes.simulated_gemini import gemini_on
 from tests.fakes.speech import wait_for, wait_quiet
 
 # A story far longer than the test lets Ava say: each sentence distinct, so what was said
@@ -67,9 +67,8 @@ async def sim() -> AsyncIterator[SimulatedGemini]:
 
 @pytest.fixture
 async def model(sim: SimulatedGemini) -> AsyncIterator[Model]:
-    gemini = GeminiModel(api_key="sim-key", base_url=sim.base_url, timeout_s=30.0, retries_max=0)
-    yield gemini
-    await gemini.aclose()
+    async with gemini_on(sim, timeout_s=30.0) as gemini:
+        yield gemini
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents import Model
-from agents.gemini import GeminiModel
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
+from chat import Person
 from tests.conftest import App
+from tests.fakes.simulated_gemini import gemini_on
 from tests.unit.test_speculative_first_call import clear_of_a_new_minute
 from voice.calls import Call, CallForesight
 
@@ -32,9 +33,16 @@ async def sim() -> AsyncIterator[SimulatedGemini]:
 
 @pytest.fixture
 async def model(sim: SimulatedGemini) -> AsyncIterator[Model]:
-    gemini = GeminiModel(api_key="sim-key", base_url=sim.base_url, timeout_s=10.0, retries_max=0)
-    yield gemini
-    await gemini.aclose()
+    async with gemini_on(sim, timeout_s=10.0) as gemini:
+        yield gemini
+
+
+async def _signed_in(app: App) -> Person:
+    """A new person signed in through the API (POST /v1/auth/local), read back as turns take them."""
+    headers = await app.sign_in()
+    me = await app.services.people.get(await app.services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    return me
 
 
 async def test_a_dropped_guess_and_an_adopted_one_are_each_charged_once(app: App, sim: SimulatedGemini) -> None:
@@ -46,9 +54,7 @@ async def test_a_dropped_guess_and_an_adopted_one_are_each_charged_once(app: App
         ]
     )
     services = app.services
-    headers = await app.sign_in()
-    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
-    assert me is not None
+    me = await _signed_in(app)
     granted = await services.wallet.balance_micros(me.id)
 
     assert await services.turns.foresee(me, text="tell me a story", channel="voice", zone=JAKARTA)
@@ -103,9 +109,7 @@ async def test_guesses_dropped_on_a_call_are_billed_when_it_ends_with_a_run_of_t
         ]
     )
     services = app.services
-    headers = await app.sign_in()
-    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
-    assert me is not None
+    me = await _signed_in(app)
     granted = await services.wallet.balance_micros(me.id)
     call = Call(id="call-1", person=me, channel="voice")
     foresight = CallForesight(services.turns, call, zone=JAKARTA)
@@ -159,9 +163,7 @@ async def test_the_billing_run_never_answers_a_message_the_call_left_unanswered(
         ]
     )
     services = app.services
-    headers = await app.sign_in()
-    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
-    assert me is not None
+    me = await _signed_in(app)
     foresight = CallForesight(services.turns, Call(id="call-2", person=me, channel="voice"), zone=JAKARTA)
 
     await services.turns.post(me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: None)
@@ -201,9 +203,7 @@ async def test_a_call_ends_at_once_while_its_slow_dropped_guess_is_billed_after_
         ]
     )
     services = app.services
-    headers = await app.sign_in()
-    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
-    assert me is not None
+    me = await _signed_in(app)
     granted = await services.wallet.balance_micros(me.id)
     foresight = CallForesight(services.turns, Call(id="call-3", person=me, channel="voice"), zone=JAKARTA)
 

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,10 +51,12 @@ asyncio.run(main())
 """
 
 
-def test_a_server_ready_to_serve_text_has_imported_nothing_only_calls_need(database_url: str, tmp_path: Path) -> None:
+def _in_a_fresh_interpreter(script: str, *args: str) -> dict[str, Any]:
+    """Runs `script` in a fresh interpreter with no cloud credentials and returns what its
+    last line printed (JSON)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "FIREBASE_"))}
     done = subprocess.run(
-        [sys.executable, "-c", _SERVE, database_url, str(tmp_path / "state")],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -62,7 +65,12 @@ def test_a_server_ready_to_serve_text_has_imported_nothing_only_calls_need(datab
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def test_a_server_ready_to_serve_text_has_imported_nothing_only_calls_need(database_url: str, tmp_path: Path) -> None:
+    seen = _in_a_fresh_interpreter(_SERVE, database_url, str(tmp_path / "state"))
     early = sorted(set(VOICE_ONLY) & set(seen["at_ready"]))
     assert not early, f"imported on the path to /readyz: {early}"
     assert seen["doors"] and seen["voice"], "once the server listens, the call doors load"
@@ -118,18 +126,7 @@ asyncio.run(main(sys.argv[3]))
 def test_the_doors_wait_for_a_request_in_flight_then_a_quiet_spell_or_a_call(
     database_url: str, tmp_path: Path, trigger: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "FIREBASE_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", _BUSY, database_url, str(tmp_path / "state"), trigger],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = _in_a_fresh_interpreter(_BUSY, database_url, str(tmp_path / "state"), trigger)
     assert seen["held_back"], "a request in flight keeps the doors from loading"
     assert seen["doors"] and seen["voice"], "then they load"
     if trigger == "call":

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import httpx
 from fastapi import APIRouter, FastAPI
@@ -86,48 +88,55 @@ def _busy_app(traffic: Traffic, gate: asyncio.Event) -> FastAPI:
     return app
 
 
-async def test_the_loading_waits_while_a_request_is_answered_then_a_quiet_spell() -> None:
+@dataclass
+class _InFlight:
+    traffic: Traffic
+    gate: asyncio.Event
+    client: httpx.AsyncClient
+    request: asyncio.Task[httpx.Response]
+
+
+@asynccontextmanager
+async def _in_flight(path: str) -> AsyncIterator[_InFlight]:
+    """A GET of `path` on a new `_busy_app`, sent and given a moment to begin; its answer
+    waits for its `gate`."""
     traffic, gate = Traffic(), asyncio.Event()
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
-        slow = asyncio.create_task(c.get("/v1/slow"))
+        request = asyncio.create_task(c.get(path))
         await asyncio.sleep(0.02)
-        waiting = asyncio.create_task(traffic.quiet(0.05, at_most_s=30.0))
+        yield _InFlight(traffic, gate, c, request)
+
+
+async def test_the_loading_waits_while_a_request_is_answered_then_a_quiet_spell() -> None:
+    async with _in_flight("/v1/slow") as busy:
+        waiting = asyncio.create_task(busy.traffic.quiet(0.05, at_most_s=30.0))
         await asyncio.sleep(0.3)
         assert not waiting.done(), "a request in flight holds the loading back past the spell"
-        gate.set()
-        assert (await slow).status_code == 200
+        busy.gate.set()
+        assert (await busy.request).status_code == 200
         assert await asyncio.wait_for(waiting, 5) == "the server is quiet"
-    assert not traffic.watching
+    assert not busy.traffic.watching
 
 
 async def test_a_live_event_stream_counts_only_until_it_opens() -> None:
-    traffic, gate = Traffic(), asyncio.Event()
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
-        stream = asyncio.create_task(c.get("/v1/stream"))  # (this transport reads it whole: done once it ends)
-        await asyncio.sleep(0.02)
-        assert await asyncio.wait_for(traffic.quiet(0.05, at_most_s=30.0), 5) == "the server is quiet"
-        assert not stream.done(), "the stream is still open"
-        gate.set()
-        assert (await stream).status_code == 200
+    async with _in_flight("/v1/stream") as busy:  # (this transport reads it whole: done once it ends)
+        assert await asyncio.wait_for(busy.traffic.quiet(0.05, at_most_s=30.0), 5) == "the server is quiet"
+        assert not busy.request.done(), "the stream is still open"
+        busy.gate.set()
+        assert (await busy.request).status_code == 200
 
 
 async def test_a_call_begins_the_loading_at_once_and_the_wait_is_bounded() -> None:
-    traffic, gate = Traffic(), asyncio.Event()
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(traffic, gate)), base_url="http://t") as c:
-        slow = asyncio.create_task(c.get("/v1/slow"))
-        await asyncio.sleep(0.02)
-        waiting = asyncio.create_task(traffic.quiet(0.05, at_most_s=30.0))
+    async with _in_flight("/v1/slow") as busy:
+        waiting = asyncio.create_task(busy.traffic.quiet(0.05, at_most_s=30.0))
         await asyncio.sleep(0.1)
-        call = asyncio.create_task(c.post("/v1/voice/webrtc/offer"))
+        call = asyncio.create_task(busy.client.post("/v1/voice/webrtc/offer"))
         assert await asyncio.wait_for(waiting, 5) == "a call came"
-        assert not slow.done()
+        assert not busy.request.done()
         call.cancel()
-        gate.set()
-        await slow
-    busy, gate = Traffic(), asyncio.Event()
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_busy_app(busy, gate)), base_url="http://t") as c:
-        slow = asyncio.create_task(c.get("/v1/slow"))
-        await asyncio.sleep(0.02)
-        assert await asyncio.wait_for(busy.quiet(0.05, at_most_s=0.2), 5) == "no quiet within 0.2 s"
-        gate.set()
-        await slow
+        busy.gate.set()
+        await busy.request
+    async with _in_flight("/v1/slow") as busy:
+        assert await asyncio.wait_for(busy.traffic.quiet(0.05, at_most_s=0.2), 5) == "no quiet within 0.2 s"
+        busy.gate.set()
+        await busy.request
