@@ -284,7 +284,7 @@ async def test_usage_is_what_google_bills_a_refused_sentence_nothing(
         tts,
         frames_to_send=[
             LLMFullResponseStartFrame(),
-            AggregatedTextFrame("This sentence is long enough to need several pieces of audio.", None),
+            AggregatedTextFrame("This sentence is long enough to need several pieces of audio.", text_type_for(None)),
             LLMFullResponseEndFrame(),
         ],
         pipeline_params=PipelineParams(audio_out_sample_rate=RATE, enable_metrics=True, enable_usage_metrics=True),
