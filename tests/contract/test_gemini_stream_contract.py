@@ -126,11 +126,12 @@ async def test_a_stream_stopped_early_ends_at_the_vendor_too(sim: SimulatedGemin
 async def test_a_stream_cut_short_is_billed_exactly_what_the_vendor_bills_once(
     sim: SimulatedGemini, gemini: GeminiModel
 ) -> None:
-    """A barge-in stops a stream at Gemini's pace (docs/money.md#a-stream-cut-short): the
-    charge is the usage on the last event Google sent, and that is the vendor's record too.
-    The simulated vendor used to hear the close only at its next write, and billed one
-    event more (48 tokens) than it had sent the adapter (40)."""
-    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=220.0)
+    """A barge-in stops a paced stream (docs/money.md#a-stream-cut-short): the charge is
+    the usage on the last event Google sent, and that is the vendor's record too. The
+    simulated vendor used to hear the close only at its next write, and billed one event
+    more (48 tokens) than it had sent the adapter (40). Events 200 ms apart here (Gemini's
+    are about 36 ms apart), so a loaded machine cannot make our close later than the next."""
+    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=40.0)
     script(sim, Answer(text=LONG * 10, prompt_tokens=90))
     stop = asyncio.Event()
     pieces: list[str] = []

@@ -117,7 +117,8 @@ async def gemini_world(sim: SimulatedGemini) -> tuple[World, GeminiModel]:
 
 async def test_barge_in_stops_the_generation_and_bills_it_once(sim: SimulatedGemini) -> None:
     long = "Here is a long story about the moon. " * 20
-    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=220.0)  # Gemini's pace
+    # Events 200 ms apart, so the stop reaches the vendor before its next event (below).
+    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=40.0)
     sim.responder = scripted_responder([Answer(text=long, prompt_tokens=300)])
     w, model = await gemini_world(sim)
     try:
