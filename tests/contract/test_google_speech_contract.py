@@ -298,6 +298,39 @@ async def test_usage_is_what_google_bills_a_refused_sentence_nothing(
     assert len(usage) == (1 if after else 0)
 
 
+async def test_a_sentence_cut_before_its_first_audio_is_billed_what_google_received(
+    speech: SimulatedSpeech, credentials: Path
+) -> None:
+    """Usage waits for Google to accept a sentence (its first audio); one cut short before
+    that (a barge-in while Google is still making it) had reached Google whole, and is
+    billed, once."""
+    speech.tts_first_byte = LogNormal(p50_s=5.0, p95_s=6.0)  # still being made when cut
+    tts = ProsodyGoogleTTSService(credentials_path=str(credentials), endpoint=speech.endpoint)
+    reported: list[str] = []
+
+    async def report(text: str) -> None:  # what the pipeline's usage metrics would carry
+        reported.append(text)
+
+    tts.start_tts_usage_metrics = report  # type: ignore[method-assign]
+    text = segment_ssml("A sentence the person speaks over before it is heard.", "neutral")
+    first = asyncio.ensure_future(anext(tts.run_tts(text, "context-1")))
+    for _ in range(int(WAIT_MAX_S / 0.01)):  # until Google has the words
+        if speech.syntheses and speech.syntheses[0].inputs:
+            break
+        await asyncio.sleep(0.01)
+    first.cancel()  # what an interruption does to the sentence being synthesised
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    for _ in range(int(WAIT_MAX_S / 0.01)):
+        if not speech.streams_open:
+            break
+        await asyncio.sleep(0.01)
+    (seen,) = speech.syntheses
+    markup, _rate = streaming_prosody(text)
+    assert seen.cancelled and seen.chunks == 0
+    assert [len(r) for r in reported] == [seen.characters] == [len(markup)]
+
+
 async def test_a_voice_google_does_not_stream_is_refused_by_the_api(speech: SimulatedSpeech, credentials: Path) -> None:
     tts = ProsodyGoogleTTSService(
         credentials_path=str(credentials), endpoint=speech.endpoint, voice="en-US-Neural2-F", text_transforms=TRANSFORMS
