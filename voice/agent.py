@@ -10,8 +10,11 @@ model has finished writing it (`LiveSpeech`, which the call's turn reads with `l
 so the first words go out before the answer is over, and an acknowledgement said with a
 handoff is heard while the specialist works. A barge-in stops the generation being
 spoken (`LiveSpeech.stop`) and drops what is left of it; the turn still writes down and
-charges what was generated. A reply that ends with `#end#` is spoken uninterruptibly,
-then the worker is asked to end, which hangs up after the last audio byte.
+charges what was generated. Every sentence, whoever says it (the turn as it goes, the
+reply at its end, a wake note or the idle prompt through `speak`), goes to the voice
+through one place that holds the interruption lock, so a barge-in stops any of them the
+same way. A reply that ends with `#end#` is spoken uninterruptibly, then the worker is
+asked to end, which hangs up after the last audio byte.
 
 On a traced call the turn runs inside its voice turn's span (voice.tracing), which came
 on the frame that ended the person's turn, so the chat turn's spans are its children; each
@@ -172,16 +175,16 @@ class AvaVoiceAgent(FrameProcessor):
                 self._stop = None
         if not started:
             await self.stop_ttfb_metrics()
-        async with self._pushing:
-            if reply is None or self._ending or (generation != self._generation and not reply.end_call):
-                # Nothing (more) to say: the turn could not run, a goodbye is under way, or
-                # the person spoke over us meanwhile (the thread has it, the speech is stale).
+        if reply is None or self._ending or (generation != self._generation and not reply.end_call):
+            # Nothing (more) to say: the turn could not run, a goodbye is under way, or
+            # the person spoke over us meanwhile (the thread has it, the speech is stale).
+            async with self._pushing:
                 if started:
                     await self.push_frame(_stamped(LLMFullResponseEndFrame(), traced))
                 elif traced is not None:
                     traced.end()
-                return
-            await self.speak(reply, started=started, traced=traced)
+            return
+        await self.speak(reply, started=started, traced=traced, generation=generation)
 
     async def _speak_as_said(
         self, said: asyncio.Queue[Segment | None], generation: int, traced: VoiceTurnTrace | None
@@ -189,39 +192,74 @@ class AvaVoiceAgent(FrameProcessor):
         """Speaks each sentence as the turn says it; True when anything was spoken."""
         started = False
         while (segment := await said.get()) is not None:
-            async with self._pushing:
-                if generation != self._generation or self._ending:
-                    continue
-                if not started:
-                    started = True
-                    await self.stop_ttfb_metrics()
-                    await self.push_frame(LLMFullResponseStartFrame())
-                await self.push_frame(caption("assistant", segment.text, segment.emotion))
-                await self.push_frame(
-                    _stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced)
-                )
+            if await self._say_sentence(segment, generation, traced, opened=started) and not started:
+                started = True
+                await self.stop_ttfb_metrics()
         return started
 
-    async def speak(self, reply: SpokenReply, *, started: bool = False, traced: VoiceTurnTrace | None = None) -> None:
+    async def speak(
+        self,
+        reply: SpokenReply,
+        *,
+        started: bool = False,
+        traced: VoiceTurnTrace | None = None,
+        generation: int | None = None,
+    ) -> None:
         """Speak a reply (the rest of one begun as it was said, when `started`; the voice
-        turn `traced`, when it answers one); a goodbye (#end#) cannot be interrupted and
-        ends the call."""
+        turn `traced`, when it answers one; the barge-in `generation` it belongs to, by
+        default the current one, as for a wake note or the idle prompt). A barge-in stops
+        it where it is: the sentence being handed over goes whole, the rest is dropped. A
+        goodbye (#end#) cannot be interrupted and ends the call."""
         ending = reply.end_call
         if ending:
             self._ending = True
             if self._on_end_call is not None:
                 self._on_end_call()
-        frames: list[Frame] = [] if started else [LLMFullResponseStartFrame()]
+        if generation is None:
+            generation = self._generation
+        opened = started
         for segment in reply.segments:
-            frames.append(caption("assistant", segment.text, segment.emotion))
-            frames.append(_stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced))
-        frames.append(_stamped(LLMFullResponseEndFrame(), traced))
-        for frame in frames:
-            if ending:
-                frame.interruptible = False
-            await self.push_frame(frame)
+            if not await self._say_sentence(segment, generation, traced, opened=opened, goodbye=ending):
+                break  # the person spoke over it: nothing more of it is said
+            opened = True
+        async with self._pushing:
+            if not opened and reply.segments:
+                if traced is not None:
+                    traced.end()  # interrupted before its first sentence: nothing to close
+                return
+            frames: list[Frame] = [] if opened else [LLMFullResponseStartFrame()]
+            frames.append(_stamped(LLMFullResponseEndFrame(), traced))
+            await self._push_all(frames, goodbye=ending)
         if ending:
             await self.push_frame(EndWorkerFrame(reason="agent_ended"))
+
+    async def _say_sentence(
+        self,
+        segment: Segment,
+        generation: int,
+        traced: VoiceTurnTrace | None,
+        *,
+        opened: bool,
+        goodbye: bool = False,
+    ) -> bool:
+        """The one place a sentence is handed to the voice, whoever says it (a turn as it
+        goes, a reply at its end, a wake note, the idle prompt): under the interruption
+        lock, so it goes out whole before a barge-in or not at all, and only while
+        `generation` is current (a goodbye always). True when it went out."""
+        async with self._pushing:
+            if not goodbye and (generation != self._generation or self._ending):
+                return False
+            frames: list[Frame] = [] if opened else [LLMFullResponseStartFrame()]
+            frames.append(caption("assistant", segment.text, segment.emotion))
+            frames.append(_stamped(AggregatedTextFrame(segment.text, text_type_for(segment.emotion)), traced))
+            await self._push_all(frames, goodbye=goodbye)
+        return True
+
+    async def _push_all(self, frames: list[Frame], *, goodbye: bool) -> None:
+        for frame in frames:
+            if goodbye:
+                frame.interruptible = False
+            await self.push_frame(frame)
 
 
 def _stamped(frame: Frame, traced: VoiceTurnTrace | None) -> Frame:

@@ -9,8 +9,10 @@ bench (`offline_responder`: Ava hands on, Zee calls the tool), a script for a co
 Pacing follows `bench.cloudsim.latency`: nothing for the first-token time, then text at
 the model's token rate in small events, a function call whole in one event (right after
 any text before it), every event carrying the usage so far, as Gemini's stream does. A
-stream the client drops is recorded with what had been sent by then (`Served`), which is
-what the simulated vendor bills.
+client closing a stream is heard as it happens (the generation behind it stops then, not
+at the next event), and the stream is recorded with the usage of the last event sent before
+it (`Served`): what the simulated vendor bills, and the last figure the client was given
+(docs/money.md#a-stream-cut-short).
 
     async with SimulatedGemini(offline_responder()) as gemini:
         model = GeminiModel(api_key="sim", base_url=gemini.base_url)
@@ -63,7 +65,7 @@ class Served:
     model: str
     streamed: bool
     prompt_tokens: int
-    output_tokens: int = 0  # sent to the client (all of them unless `dropped`)
+    output_tokens: int = 0  # billed: the usage on the last event sent (all of them unless `dropped`)
     dropped: bool = False  # the client went away before the answer ended
     failed: bool = False  # refused, or an error event ended the stream
     request: ModelRequest | None = None
@@ -75,6 +77,27 @@ class Served:
         start = time.monotonic()
         await asyncio.sleep(seconds)
         self.waits.append((start, start + seconds))
+
+    async def generate(self, seconds: float, reader: asyncio.StreamReader) -> bool:
+        """Spend `seconds` generating a streamed answer's next event; False, at once, when
+        the client has closed the connection meanwhile. Google's front end hears a closed
+        stream as it happens, not at its next write, and stops the generation behind it
+        (docs/money.md#a-stream-cut-short): nothing after that is sent or billed."""
+        if reader.at_eof():
+            return False
+        # The client sends nothing while its answer streams (HTTP/1.1, no pipelining), so
+        # this read ends only when the client leaves; cancelling it loses no data.
+        left = asyncio.ensure_future(reader.read(1))
+        start = time.monotonic()
+        try:
+            done, _ = await asyncio.wait({left}, timeout=seconds)
+        finally:
+            left.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await left
+        # The floor a bench sums is the simulated time, not the loop's lateness in waking.
+        self.waits.append((start, time.monotonic() if done else start + seconds))
+        return not done
 
 
 @dataclass
@@ -190,12 +213,12 @@ class SimulatedGemini:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
             b"Connection: keep-alive\r\n\r\n"
         )
-        await served.wait(first_s)
         sent = 0
         text_sent = 0
         for index, (parts, tokens) in enumerate(events):
-            if index and tokens:
-                await served.wait(tokens / self.latency.tokens_per_s)
+            pace_s = first_s if not index else tokens / self.latency.tokens_per_s if tokens else 0.0
+            if not await served.generate(pace_s, reader):
+                break  # the client left: nothing more is made, sent or billed
             if answer.fail_after is not None and text_sent >= answer.fail_after:
                 served.failed = True
                 await _write_chunk(writer, _sse(_error_body(500, "simulated failure mid-stream")))
@@ -207,16 +230,12 @@ class SimulatedGemini:
             try:
                 await _write_chunk(writer, _sse(_response(model, parts, prompt, sent, finished=last)))
             except ConnectionError:
-                break
-            if reader.at_eof() or writer.is_closing():
-                break
+                break  # it never reached the client
             served.output_tokens = sent
         else:
-            served.output_tokens = sent
             await _write_chunk(writer, b"")
             return True
         served.dropped = True
-        served.output_tokens = sent
         return False
 
 

@@ -118,19 +118,27 @@ class Recognition:
 
 @dataclass(slots=True)
 class Synthesis:
-    """One StreamingSynthesize as the fake saw it (Google bills the characters received)."""
+    """One StreamingSynthesize as the fake saw it, and what Google bills for it."""
 
     voice: str = ""
     language: str = ""
     speaking_rate: float = 0.0
     sample_rate: int = 0
     inputs: list[str] = field(default_factory=list)
-    characters: int = 0
     audio_bytes: int = 0
     chunks: int = 0
     first_byte_s: float | None = None  # first input in -> first audio out
     cancelled: bool = False
     failed: bool = False
+
+    @property
+    def characters(self) -> int:
+        """What Google bills (docs/money.md#voice-seconds): the characters of the inputs
+        it received, pause tags included, unless it refused the stream (ended it with an
+        error) before any audio."""
+        if self.failed and not self.chunks:
+            return 0
+        return sum(len(text) for text in self.inputs)
 
 
 @dataclass(slots=True)
@@ -410,7 +418,6 @@ class SimulatedSpeech:
                 markup = request.input.markup or request.input.text
                 arrived = time.monotonic()
                 seen.inputs.append(markup)
-                seen.characters += len(markup)
                 due = arrived + self.tts_first_byte.draw(self._rng)
                 pcm, made_at = await self.synthesise(markup, seen.speaking_rate)
                 audio = resample_pcm16(pcm, made_at, rate)

@@ -123,6 +123,35 @@ async def test_a_stream_stopped_early_ends_at_the_vendor_too(sim: SimulatedGemin
     assert (await gemini.stream(request=REQUEST, on_text=lambda _piece: None)).text == "Next."
 
 
+async def test_a_stream_cut_short_is_billed_exactly_what_the_vendor_bills_once(
+    sim: SimulatedGemini, gemini: GeminiModel
+) -> None:
+    """A barge-in stops a paced stream (docs/money.md#a-stream-cut-short): the charge is
+    the usage on the last event Google sent, and that is the vendor's record too. The
+    simulated vendor used to hear the close only at its next write, and billed one event
+    more (48 tokens) than it had sent the adapter (40). Events 200 ms apart here (Gemini's
+    are about 36 ms apart), so a loaded machine cannot make our close later than the next."""
+    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=40.0)
+    script(sim, Answer(text=LONG * 10, prompt_tokens=90))
+    stop = asyncio.Event()
+    pieces: list[str] = []
+
+    def hear(piece: str) -> None:
+        pieces.append(piece)
+        if len(pieces) == 5:
+            stop.set()  # the person spoke over the fifth piece
+
+    response = await gemini.stream(request=REQUEST, on_text=hear, stop=stop)
+    assert response.cut and len(pieces) == 5
+    [served] = sim.served
+    async with asyncio.timeout(5):
+        while not served.dropped:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # several events' time at this pace: the vendor sends no more
+    assert response.usage.output_tokens == served.output_tokens == 5 * sim.latency.tokens_per_event
+    assert response.usage.prompt_tokens == served.prompt_tokens == 90
+
+
 async def test_the_connection_is_kept_for_the_next_call(sim: SimulatedGemini, gemini: GeminiModel) -> None:
     script(sim, Answer(text="One."), Answer(text="Two."))
     await gemini.stream(request=REQUEST, on_text=lambda _piece: None)

@@ -27,10 +27,12 @@ from pipecat.frames.frames import (
     InterimTranscriptionFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
+    MetricsFrame,
     StartFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
 )
+from pipecat.metrics.metrics import TTSUsageMetricsData
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
@@ -267,6 +269,68 @@ async def test_an_error_mid_sentence_is_reported_after_the_audio_before_it(
     audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
     (seen,) = speech.syntheses
     assert seen.failed and seen.chunks == 2 and len(audio) == seen.audio_bytes  # nothing lost, nothing made up
+
+
+@pytest.mark.parametrize("after", [0, 2])
+async def test_usage_is_what_google_bills_a_refused_sentence_nothing(
+    speech: SimulatedSpeech, credentials: Path, after: int
+) -> None:
+    """Usage was reported when the stream opened, before Google had answered, so a
+    sentence Google refused (an error before any audio) was billed. A sentence it
+    accepted and then failed part-way had its audio made, and is billed."""
+    speech.fail_next_synthesis = Failure(code=grpc.StatusCode.RESOURCE_EXHAUSTED, message="quota", after=after)
+    tts = ProsodyGoogleTTSService(
+        credentials_path=str(credentials), endpoint=speech.endpoint, text_transforms=TRANSFORMS
+    )
+    down, up = await run_test(
+        tts,
+        frames_to_send=[
+            LLMFullResponseStartFrame(),
+            AggregatedTextFrame("This sentence is long enough to need several pieces of audio.", text_type_for(None)),
+            LLMFullResponseEndFrame(),
+        ],
+        pipeline_params=PipelineParams(audio_out_sample_rate=RATE, enable_metrics=True, enable_usage_metrics=True),
+    )
+    assert [f for f in up if isinstance(f, ErrorFrame) and "quota" in f.error]
+    usage = [d.value for f in down if isinstance(f, MetricsFrame) for d in f.data if isinstance(d, TTSUsageMetricsData)]
+    (seen,) = speech.syntheses
+    assert seen.failed and seen.chunks == after and seen.inputs
+    # The call's meter counts what Google bills, once: nothing for a refusal.
+    assert sum(usage) == seen.characters == (len(seen.inputs[0]) if after else 0)
+    assert len(usage) == (1 if after else 0)
+
+
+async def test_a_sentence_cut_before_its_first_audio_is_billed_what_google_received(
+    speech: SimulatedSpeech, credentials: Path
+) -> None:
+    """Usage waits for Google to accept a sentence (its first audio); one cut short before
+    that (a barge-in while Google is still making it) had reached Google whole, and is
+    billed, once."""
+    speech.tts_first_byte = LogNormal(p50_s=5.0, p95_s=6.0)  # still being made when cut
+    tts = ProsodyGoogleTTSService(credentials_path=str(credentials), endpoint=speech.endpoint)
+    reported: list[str] = []
+
+    async def report(text: str) -> None:  # what the pipeline's usage metrics would carry
+        reported.append(text)
+
+    tts.start_tts_usage_metrics = report  # type: ignore[method-assign]
+    text = segment_ssml("A sentence the person speaks over before it is heard.", "neutral")
+    first = asyncio.ensure_future(anext(tts.run_tts(text, "context-1")))
+    for _ in range(int(WAIT_MAX_S / 0.01)):  # until Google has the words
+        if speech.syntheses and speech.syntheses[0].inputs:
+            break
+        await asyncio.sleep(0.01)
+    first.cancel()  # what an interruption does to the sentence being synthesised
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    for _ in range(int(WAIT_MAX_S / 0.01)):
+        if not speech.streams_open:
+            break
+        await asyncio.sleep(0.01)
+    (seen,) = speech.syntheses
+    markup, _rate = streaming_prosody(text)
+    assert seen.cancelled and seen.chunks == 0
+    assert [len(r) for r in reported] == [seen.characters] == [len(markup)]
 
 
 async def test_a_voice_google_does_not_stream_is_refused_by_the_api(speech: SimulatedSpeech, credentials: Path) -> None:

@@ -170,3 +170,41 @@ async def test_a_sentence_being_pushed_when_the_person_speaks_goes_before_the_in
     order = [f for f in down if isinstance(f, AggregatedTextFrame | InterruptionFrame)]
     interrupted_at = next(i for i, f in enumerate(order) if isinstance(f, InterruptionFrame))
     assert not [f for f in order[interrupted_at:] if isinstance(f, AggregatedTextFrame)], order
+
+
+async def test_a_barge_in_during_a_wake_note_stops_it_where_it_is() -> None:
+    """A wake note (or the idle prompt) is said unprompted through `speak`, and went out
+    without the interruption lock: its sentence being handed over when the person spoke
+    reached the voice after the interruption, and the sentences after it were said over
+    the person, each billed as the voice received it."""
+    agent = AvaVoiceAgent(fixed("Unused. #neutral#"))
+    note = SpokenReply(
+        (
+            Segment("Time to stretch.", "neutral"),
+            Segment("You asked me to remind you.", "neutral"),
+            Segment("Bye.", None),
+        ),
+        end_call=False,
+    )
+
+    async def slow_push(_processor: object, frame: object) -> None:
+        if isinstance(frame, OutputTransportMessageFrame) and frame.message.get("text") == note.segments[1].text:
+            await asyncio.sleep(0.3)  # the person starts speaking while this is on its way
+
+    agent.add_event_handler("on_before_push_frame", slow_push)
+    speaking: list[asyncio.Task[None]] = []
+    asyncio.get_running_loop().call_later(0.1, lambda: speaking.append(asyncio.create_task(agent.speak(note))))
+
+    down, _ = await run_test(agent, frames_to_send=[SleepFrame(0.2), InterruptionFrame(), SleepFrame(0.5)])
+    await speaking[0]
+    order = [f for f in down if isinstance(f, AggregatedTextFrame | InterruptionFrame)]
+    interrupted_at = next(i for i, f in enumerate(order) if isinstance(f, InterruptionFrame))
+    # The sentence on its way went out whole before the interruption (the voice drops it
+    # there, and bills what it received of it, once); nothing of the note came after.
+    assert [f.text for f in order[:interrupted_at] if isinstance(f, AggregatedTextFrame)] == [
+        "Time to stretch.",
+        "You asked me to remind you.",
+    ]
+    assert not [f for f in order[interrupted_at:] if isinstance(f, AggregatedTextFrame)], order
+    kinds = [type(f) for f in down if isinstance(f, LLMFullResponseStartFrame | LLMFullResponseEndFrame)]
+    assert kinds == [LLMFullResponseStartFrame, LLMFullResponseEndFrame]

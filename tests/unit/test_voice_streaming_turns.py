@@ -13,6 +13,7 @@ import pytest
 from agents import FunctionCall, ModelResponse, Segment, SpokenReply
 from agents.gemini import GeminiModel
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
+from bench.cloudsim.latency import LogNormal, ModelLatency
 from chat import Turns
 from chat.speaking import Speaking, claims_result
 from tests.unit.test_turns_on_twins import JAKARTA, World, toolbox, world
@@ -116,6 +117,8 @@ async def gemini_world(sim: SimulatedGemini) -> tuple[World, GeminiModel]:
 
 async def test_barge_in_stops_the_generation_and_bills_it_once(sim: SimulatedGemini) -> None:
     long = "Here is a long story about the moon. " * 20
+    # Events 200 ms apart, so the stop reaches the vendor before its next event (below).
+    sim.latency = ModelLatency(first_token=LogNormal(p50_s=0.01, p95_s=0.02), tokens_per_s=40.0)
     sim.responder = scripted_responder([Answer(text=long, prompt_tokens=300)])
     w, model = await gemini_world(sim)
     try:
@@ -140,6 +143,15 @@ async def test_barge_in_stops_the_generation_and_bills_it_once(sim: SimulatedGem
     assert run.cost_micros > 0
     assert await w.runs.uncharged_calls() == []
     assert (await w.ledger.verify()).ok
+    # What the vendor bills for the stream it was told to stop (docs/money.md#a-stream-cut-short):
+    # the usage on the last event it sent, charged once.
+    [served] = sim.served
+    async with asyncio.timeout(5):
+        while not served.dropped:
+            await asyncio.sleep(0.01)
+    assert (charged["prompt_tokens"], charged["output_tokens"]) == (served.prompt_tokens, served.output_tokens)
+    calls = [e for e in await w.wallet.entries(me.id, before_id=None, limit=50) if e.type == "agent_call"]
+    assert [e.amount_micros for e in calls] == [-run.cost_micros]
 
 
 async def test_a_stream_broken_part_way_is_billed_once_for_what_it_sent(sim: SimulatedGemini) -> None:

@@ -25,6 +25,7 @@ reached over a plain channel, anything else over TLS with the service account.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
@@ -176,18 +177,31 @@ class ProsodyGoogleTTSService(GoogleTTSService):
         chunk_bytes = max(2, int(self.sample_rate * CHUNK_S) * 2)
         buffer = b""
         stream: Any = None
+        # Google bills the characters of a request it accepted, pause tag included, and
+        # none of one it refused (docs/money.md#voice-seconds). A stream's call returns
+        # before Google has answered, so its usage is reported when Google does: with its
+        # first audio, at its end without audio, or when we cut it short (a barge-in) after
+        # sending it whole; never for a stream that ends in an error before any audio.
+        billed = False
         try:
             stream = await self._client.streaming_synthesize(requests())
-            # Usage counts the characters sent, pause tag included: Google bills what it
-            # receives, and a sentence cut short by a barge-in was sent whole, so it is
-            # billed whole (docs/money.md#voice-seconds).
-            await self.start_tts_usage_metrics(markup)
             async for response in stream:
+                if not billed:
+                    billed = True
+                    await self.start_tts_usage_metrics(markup)
                 buffer += response.audio_content
                 while len(buffer) >= chunk_bytes:
                     await self.stop_ttfb_metrics()
                     yield TTSAudioRawFrame(buffer[:chunk_bytes], self.sample_rate, 1, context_id=context_id)
                     buffer = buffer[chunk_bytes:]
+            if not billed:
+                billed = True
+                await self.start_tts_usage_metrics(markup)
+        except asyncio.CancelledError:
+            if stream is not None and not billed:
+                billed = True
+                await self.start_tts_usage_metrics(markup)  # cut short after it was sent: Google has it
+            raise
         except Exception as exc:  # the stream's gRPC error, said once as the pipeline's error
             yield ErrorFrame(error=f"Google streaming TTS failed: {exc}")
             return
