@@ -127,6 +127,29 @@ class Speculation:
         return Consumed(response.model or self.request.model, response.usage)
 
 
+# What a turn's request can differ from its guess in, first one first (`differs`): bounded,
+# so it can label a counter (docs/operations.md).
+PARTS = ("model", "instruction", "history", "words", "tools")
+
+
+def differs(guessed: ModelRequest, real: ModelRequest) -> str | None:
+    """The first part of the turn's `real` request that is not the guess's (None: none is):
+    the model; the instruction (the session layer's clock, facts, last message's time);
+    the history before the words (a message written meanwhile, another window); the words'
+    own line (its minute: heard at :59, written at :00); the tools."""
+    if guessed.model != real.model:
+        return "model"
+    if guessed.system != real.system:
+        return "instruction"
+    if guessed.contents[:-1] != real.contents[:-1]:
+        return "history"
+    if guessed.contents[-1:] != real.contents[-1:]:
+        return "words"
+    if guessed.tools != real.tools:
+        return "tools"
+    return None
+
+
 def _seen(task: asyncio.Task[ModelResponse]) -> None:
     """A call never adopted nor billed (its call ended, no turn came) still has its outcome
     collected, so asyncio never reports it as lost."""
