@@ -513,7 +513,11 @@ class Turns:
             return False
         now = self._clock()
         page = await self._threads.recent(person.id, limit=_HISTORY_ROWS_MAX)
-        recent = list(page.messages)
+        # The rows the turn will read: its page is read after its message is written, so it
+        # holds the words and one row fewer of the thread before them. On a thread longer
+        # than a page the guess read one old line more, and every guess of a long call
+        # differed (BENCHMARKS.md#speculation-adopted-along-a-long-run).
+        recent = list(page.messages)[-(_HISTORY_ROWS_MAX - 1) :]
         words = Message(
             id="speculation",
             seq=(recent[-1].seq + 1) if recent else 1,
