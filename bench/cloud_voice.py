@@ -85,6 +85,7 @@ from bench.cloudsim.speech import (
 )
 from bench.report import RESULTS, write
 from chat import Person
+from chat.speculation import PARTS
 from settings import Settings
 from telemetry import metrics
 
@@ -129,6 +130,7 @@ class TurnRecord:
     answered: bool = True
     speculated: int = 0  # first calls begun before the turn ended
     adopted: int = 0  # of those, taken by the turn as its first call
+    differed: dict[str, int] = field(default_factory=dict)  # of those, not adopted: what differed
     cost_micros: int = 0  # what the turn took from the wallet
 
     def waited_until(self, ready_s: float) -> float:
@@ -213,6 +215,7 @@ async def one_turn(
     served_before = len(sim.served)
     balance_before = await services.wallet.balance_micros(person_id)
     adopted_before = metrics.speculations.value(outcome="adopted")
+    differed_before = {part: metrics.speculations_differed.value(part=part) for part in PARTS}
     speculated = await foresee(services, person, text, went_on=went_on, ahead_s=ahead_s) if mode == "speculating" else 0
     record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic(), speculated=speculated)
 
@@ -242,6 +245,8 @@ async def one_turn(
     record.model_calls = len(served)
     record.answered = bool(record.heard)
     record.adopted = int(metrics.speculations.value(outcome="adopted") - adopted_before)
+    differed = {part: int(metrics.speculations_differed.value(part=part) - differed_before[part]) for part in PARTS}
+    record.differed = {part: n for part, n in differed.items() if n}
     record.cost_micros = balance_before - await services.wallet.balance_micros(person_id)
     return record
 
@@ -328,24 +333,31 @@ def report(
                 )
     unanswered = sum(not r.answered for r in records)
     lines += ["", f"Turns with nothing said: {unanswered}."]
-    if "speculating" in modes and "streaming" in modes:
+    if "speculating" in modes:
         lines += [
             "",
-            "| scenario | speculating turns | first calls begun | adopted | cost/turn streaming | "
-            "cost/turn speculating | extra per turn |",
-            "|---|---|---|---|---|---|---|",
+            "| scenario | speculating turns | first calls begun | adopted | adopted, later half | "
+            "differed (first part) | cost/turn streaming | cost/turn speculating | extra per turn |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for scenario, _ in SCENARIOS:
             on = [r for r in records if r.scenario == scenario and r.mode == "speculating"]
             off = [r for r in records if r.scenario == scenario and r.mode == "streaming"]
-            if not on or not off:
+            if not on:
                 continue
             begun, adopted = sum(r.speculated for r in on), sum(r.adopted for r in on)
+            # Along the run: the thread grows turn by turn, so the later half is the long call.
+            later = on[len(on) // 2 :]
+            begun_later, adopted_later = sum(r.speculated for r in later), sum(r.adopted for r in later)
+            parts = {part: sum(r.differed.get(part, 0) for r in on) for part in PARTS}
+            differed = ", ".join(f"{part} {n}" for part, n in parts.items() if n) or "none"
             cost_on = statistics.mean(r.cost_micros for r in on)
-            cost_off = statistics.mean(r.cost_micros for r in off)
+            cost_off = statistics.mean(r.cost_micros for r in off) if off else None
             lines.append(
                 f"| {scenario} | {len(on)} | {begun} | {adopted} ({adopted / max(begun, 1):.0%}) "
-                f"| {cost_off:,.0f} µRp | {cost_on:,.0f} µRp | {cost_on - cost_off:+,.0f} µRp |"
+                f"| {adopted_later} of {begun_later} ({adopted_later / max(begun_later, 1):.0%}) | {differed} "
+                f"| {'-' if cost_off is None else f'{cost_off:,.0f} µRp'} | {cost_on:,.0f} µRp "
+                f"| {'-' if cost_off is None else f'{cost_on - cost_off:+,.0f} µRp'} |"
             )
     return "\n".join(lines), ok and not unanswered
 
@@ -380,14 +392,15 @@ async def measure(args: argparse.Namespace) -> int:
             modes: tuple[str, ...] = args.modes
             people: dict[tuple[str, str], str] = {}
             speculating = 0
-            for scenario, _ in SCENARIOS:
+            scenarios = [(name, requests) for name, requests in SCENARIOS if name in args.scenarios]
+            for scenario, _ in scenarios:
                 for mode in modes:
                     person, _ = await services.people.sign_in_local(f"Budi {scenario} {mode}")
                     await services.wallet.grant_signup(person.id)
                     people[(scenario, mode)] = person.id
             records: list[TurnRecord] = []
             for index in range(args.turns + 1):  # the first round warms connections and caches
-                for scenario, requests in SCENARIOS:
+                for scenario, requests in scenarios:
                     for mode in modes if index % 2 else tuple(reversed(modes)):
                         decisions.mode = mode
                         text = requests[index % len(requests)]
@@ -566,6 +579,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=lambda v: tuple(m.strip() for m in v.split(",")),
         default=DEFAULT_MODES,
         help=f"comma-separated, from {', '.join(MODES)} (default: {','.join(DEFAULT_MODES)})",
+    )
+    parser.add_argument(
+        "--scenarios",
+        type=lambda v: tuple(m.strip() for m in v.split(",")),
+        default=tuple(name for name, _ in SCENARIOS),
+        help=f"comma-separated, from {', '.join(name for name, _ in SCENARIOS)} (default: all)",
     )
     parser.add_argument(
         "--went-on-every",

@@ -14,7 +14,16 @@ person's next turn, or at the call's end with a run of its own when the call end
 
 A speculation is only a guess at a request: the turn adopts it only when its own first
 request is equal to it, field for field; anything else (a message from another door, a
-new minute on the clock, other facts) drops it.
+new minute on the clock, other facts) drops it. So the guess is built as the turn will
+build its own, from the same reads, and the comparison stays whole rather than looking
+only at what "matters": a loosened comparison could adopt a request that misses a
+message the turn would have seen. In particular the turn reads the thread's newest page
+after writing the words, so the guess reads the page before them one row short: on a
+thread longer than a page it once read one old line more than its turn, and past about
+200 messages no guess of a call was adopted (BENCHMARKS.md#speculation-adopted-along-a-long-run).
+What differed is counted by part (`differs`, docs/operations.md): only `words` (the
+minute turned over between hearing and writing them) is expected now, and any other
+part rising says the guess and its turn read different things.
 """
 
 from __future__ import annotations
@@ -125,6 +134,29 @@ class Speculation:
             return Consumed(self.request.model, usage) if usage != Usage() else None
         response = task.result()
         return Consumed(response.model or self.request.model, response.usage)
+
+
+# What a turn's request can differ from its guess in, first one first (`differs`): bounded,
+# so it can label a counter (docs/operations.md).
+PARTS = ("model", "instruction", "history", "words", "tools")
+
+
+def differs(guessed: ModelRequest, real: ModelRequest) -> str | None:
+    """The first part of the turn's `real` request that is not the guess's (None: none is):
+    the model; the instruction (the session layer's clock, facts, last message's time);
+    the history before the words (a message written meanwhile, another window); the words'
+    own line (its minute: heard at :59, written at :00); the tools."""
+    if guessed.model != real.model:
+        return "model"
+    if guessed.system != real.system:
+        return "instruction"
+    if guessed.contents[:-1] != real.contents[:-1]:
+        return "history"
+    if guessed.contents[-1:] != real.contents[-1:]:
+        return "words"
+    if guessed.tools != real.tools:
+        return "tools"
+    return None
 
 
 def _seen(task: asyncio.Task[ModelResponse]) -> None:

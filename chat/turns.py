@@ -57,7 +57,7 @@ from chat.ports import RunStore, ThreadStore
 from chat.routing import route
 from chat.runs import Run
 from chat.speaking import Speaking
-from chat.speculation import DROPPED_MAX, DROPPED_PEOPLE_MAX, Speculation, words_of
+from chat.speculation import DROPPED_MAX, DROPPED_PEOPLE_MAX, Speculation, differs, words_of
 from chat.threads import Message
 from chat.wallet import Wallet
 from reminders import Woken
@@ -360,7 +360,13 @@ class _Metered:
                 # were heard: its answer is this call's (docs/agents.md#a-speculative-first-call).
                 metrics.speculations.inc(outcome="adopted")
                 return await speculation.adopt(on_text, stop)
+            # What differed, first part first: a guess should differ only when the turn
+            # must see something it did not (chat.speculation).
+            part = differs(speculation.request, request)
+            assert part is not None, "unequal requests differ somewhere"
             metrics.speculations.inc(outcome="differed")
+            metrics.speculations_differed.inc(part=part)
+            log.info("a speculative first call differed from its turn's in its %s", part, extra={"part": part})
             self._drop(speculation)
         return await generate_streaming(self._model, request, on_text, stop)
 
@@ -507,7 +513,11 @@ class Turns:
             return False
         now = self._clock()
         page = await self._threads.recent(person.id, limit=_HISTORY_ROWS_MAX)
-        recent = list(page.messages)
+        # The rows the turn will read: its page is read after its message is written, so it
+        # holds the words and one row fewer of the thread before them. On a thread longer
+        # than a page the guess read one old line more, and every guess of a long call
+        # differed (BENCHMARKS.md#speculation-adopted-along-a-long-run).
+        recent = list(page.messages)[-(_HISTORY_ROWS_MAX - 1) :]
         words = Message(
             id="speculation",
             seq=(recent[-1].seq + 1) if recent else 1,

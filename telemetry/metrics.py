@@ -272,6 +272,14 @@ class Metrics:
                 ("outcome",),
             )
         )
+        self.speculations_differed = registry.add(
+            Counter(
+                "avagenc_speculations_differed_total",
+                "Speculative first calls whose turn's request was not the same, by the first part "
+                "that differed (model, instruction, history, words, tools)",
+                ("part",),
+            )
+        )
         self.model_call_seconds = registry.add(
             Histogram(
                 "avagenc_model_call_seconds",

@@ -234,3 +234,30 @@ async def test_a_call_ends_at_once_while_its_slow_dropped_guess_is_billed_after_
     assert await services.wallet.balance_micros(me.id) == granted - spent
     assert await services.runs.uncharged_calls() == []
     assert (await services.ledger.verify()).ok
+
+
+async def test_a_long_calls_guess_is_adopted_on_postgresql(app: App, sim: SimulatedGemini) -> None:
+    """A thread longer than the page a turn reads, with the page kept in this process
+    between turns (chat.recent): the guess reads the rows its turn will, and is adopted."""
+    sim.responder = scripted_responder(
+        [Answer(text="Hello. #neutral#", prompt_tokens=100), Answer(text="It is noon. #neutral#", prompt_tokens=200)]
+    )
+    services = app.services
+    headers = await app.sign_in()
+    me = await services.people.get(await services.local_tokens.verify(headers["Authorization"].split()[1]))
+    assert me is not None
+    for n in range(200):  # earlier turns of a long call
+        await services.threads.append(me.id, author="human", text=f"line {n}", channel="voice")
+    await services.turns.post(me, text="hello", channel="voice", zone=JAKARTA, on_say=lambda s: None)  # keeps a page
+    await clear_of_a_new_minute()
+    assert await services.turns.foresee(me, text="What time is it?", channel="voice", zone=JAKARTA)
+    await asyncio.sleep(0.05)  # the call is out while the turn-end wait runs
+    said: list[str] = []
+    noon = await services.turns.post(
+        me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: said.append(s.text)
+    )
+    assert len(sim.served) == 2, "the first turn's call, and the guess the second adopted"
+    assert said == ["It is noon."]
+    [adopted] = noon.runs
+    assert adopted.model_calls == 1 and adopted.usage["prompt_tokens"] == 200
+    assert (await services.ledger.verify()).ok

@@ -13,7 +13,9 @@ import pytest
 
 from agents import Segment, Usage
 from bench.cloudsim.gemini import Answer, SimulatedGemini, scripted_responder
+from chat.turns import _HISTORY_ROWS_MAX
 from ledger import user_account
+from telemetry import metrics
 from tests.unit.test_turns_on_twins import GRANT, JAKARTA, World
 from tests.unit.test_voice_streaming_turns import gemini_world
 
@@ -274,3 +276,38 @@ async def test_a_call_end_that_cannot_start_its_billing_run_leaves_the_guess_for
     assert run.model_calls == 2 and run.usage["prompt_tokens"] == 150 + 90
     assert await w.turns.bill_dropped(me, channel="voice") == 0
     assert (await w.ledger.verify()).ok
+
+
+async def test_a_thread_past_the_rows_a_turn_reads_still_adopts_the_guess(sim: SimulatedGemini) -> None:
+    """A long call's thread holds more messages than a turn reads (`_HISTORY_ROWS_MAX`): the
+    turn reads the newest rows with its own message among them, so a guess that read as many
+    rows before the words and added them after saw one old line more, differed, and was
+    dropped and billed beside a call made anew (BENCHMARKS.md#speculation-adopted-along-a-long-run)."""
+    sim.responder = scripted_responder([Answer(text="It is noon. #neutral#", prompt_tokens=300)])
+    w, model = await gemini_world(sim)
+    try:
+        await clear_of_a_new_minute()
+        me = await w.person()
+        for n in range(_HISTORY_ROWS_MAX):  # earlier turns, as a long call leaves them
+            await w.threads.append(me.id, author="human", text=f"line {n}", channel="voice")
+        assert await w.turns.foresee(me, text="What time is it?", channel="voice", zone=JAKARTA)
+        await asyncio.sleep(0.05)  # the call is out while the turn-end wait runs
+        adopted = metrics.speculations.value(outcome="adopted")
+        said: list[str] = []
+        result = await w.turns.post(
+            me, text="what time is it", channel="voice", zone=JAKARTA, on_say=lambda s: said.append(s.text)
+        )
+    finally:
+        await model.aclose()
+    assert metrics.speculations.value(outcome="adopted") == adopted + 1
+    assert len(sim.served) == 1, "one model call: the guess, adopted"
+    assert said == ["It is noon."]
+    [served] = sim.served
+    assert served.request is not None
+    # What the model read is what the text door's turn reads: the newest rows, the words last.
+    lines = [c.text for c in served.request.contents]
+    assert len(lines) == _HISTORY_ROWS_MAX
+    assert lines[0].endswith("] line 1") and lines[-1].endswith("] What time is it?")
+    [run] = result.runs
+    assert run.model_calls == 1 and run.usage["prompt_tokens"] == 300
+    await wallet_exact(w, me.id, run.cost_micros)
