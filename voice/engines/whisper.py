@@ -79,6 +79,7 @@ from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
+from voice.engines.whisper_mel import window_features
 from voice.turn_end import Foresight
 from voice.vocabulary import NO_DEVICE, Expected, doubts, zee_addressed
 
@@ -112,7 +113,6 @@ FULL_WINDOW_S = 30
 # plus a few for the shortest clips: a loop ends here instead of at 224 tokens.
 TOKENS_PER_S = 8
 TOKENS_MIN = 10
-FEATURE_FRAMES_PER_S = 100  # Whisper's mel frames: one every 10 ms
 
 # Where the joined Whisper base goes when no folder is given (servers pass AVAGENC_HOME's).
 DEFAULT_MODELS_DIR = Path(".state") / "models"
@@ -240,8 +240,8 @@ def decode_short(
 
     model = whisper_model(recogniser.model)
     window = _window_s(len(samples) / WHISPER_RATE, min_window_s)
-    padded = np.pad(samples, (0, window * WHISPER_RATE - len(samples)))
-    features = model.feature_extractor(padded, padding=0)[:, : window * FEATURE_FRAMES_PER_S]
+    # The silence after the speech is filled in, not computed (voice/engines/whisper_mel.py).
+    features = window_features(model.feature_extractor, samples, window)
     tokenizer = _tokenizer(model, recogniser.language)
     prompt = [*_previous_text(tokenizer, prompt_text), *tokenizer.sot_sequence, tokenizer.no_timestamps]
     result = model.model.generate(
