@@ -44,7 +44,15 @@ from bench.report import write
 from voice.agent import last_user_text
 from voice.engines.espeak import synthesize
 from voice.engines.hibari import preload_hibari, synthesize_neural
-from voice.engines.whisper import BASE_ID, TINY_EN, Recogniser, WhisperSTTService, preload_whisper
+from voice.engines.whisper import (
+    BASE_ID,
+    SHORT_WINDOW_MIN_S,
+    TINY_EN,
+    WIDEBAND_WINDOW_MIN_S,
+    Recogniser,
+    WhisperSTTService,
+    preload_whisper,
+)
 from voice.pipeline import PauseAwareVAD, TurnTiming, call_vad, turn_stop
 
 RATE = 16_000
@@ -200,7 +208,9 @@ class _TimedVAD(PauseAwareVAD):
 
 async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
     recogniser: Recogniser = BASE_ID if clip.language == "id" else TINY_EN
-    stt = _TimedWhisper(recogniser=recogniser)
+    # The window the product hears each language through (voice.engines.offline).
+    window = WIDEBAND_WINDOW_MIN_S if recogniser is TINY_EN else SHORT_WINDOW_MIN_S
+    stt = _TimedWhisper(recogniser=recogniser, window_min_s=window)
     foresight = _Heard()
     stop = turn_stop(timing, clip.language, foresight)
     stt.set_foresight(stop.guesses())  # as build_call wires it
