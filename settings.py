@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     # Utterances Whisper transcribes at once (simultaneous calls queue beyond this); the
     # cores are shared between the workers, so more than the core count only adds memory.
     voice_stt_workers: int = Field(default=1, ge=1, le=16)
+    # The shortest window (seconds) Whisper hears full-band English through; below 10 it repeats
+    # itself, 30 is its own (voice/engines/whisper.py). A phone line and Indonesian keep 15.
+    voice_whisper_window_min_s: int = Field(default=10, ge=10, le=30)
 
     # Google Cloud speech for calls: a service-account JSON file switches STT and TTS on.
     google_speech_credentials: Path | None = None

@@ -89,6 +89,7 @@ def choose_engines(
             transforms=transforms,
             models_dir=settings.avagenc_home / "models",
             stt_workers=settings.voice_stt_workers,
+            window_min_s=settings.voice_whisper_window_min_s,
         )
         if hearing == "offline" and speech == "offline":
             return offline, offline_line, preload

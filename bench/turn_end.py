@@ -44,7 +44,15 @@ from bench.report import write
 from voice.agent import last_user_text
 from voice.engines.espeak import synthesize
 from voice.engines.hibari import preload_hibari, synthesize_neural
-from voice.engines.whisper import BASE_ID, TINY_EN, Recogniser, WhisperSTTService, preload_whisper
+from voice.engines.whisper import (
+    BASE_ID,
+    SHORT_WINDOW_MIN_S,
+    TINY_EN,
+    WIDEBAND_WINDOW_MIN_S,
+    Recogniser,
+    WhisperSTTService,
+    preload_whisper,
+)
 from voice.pipeline import PauseAwareVAD, TurnTiming, call_vad, turn_stop
 
 RATE = 16_000
@@ -198,9 +206,11 @@ class _TimedVAD(PauseAwareVAD):
         return state
 
 
-async def one_turn(clip: Clip, timing: TurnTiming) -> Outcome:
+async def one_turn(clip: Clip, timing: TurnTiming, english_window_s: int = WIDEBAND_WINDOW_MIN_S) -> Outcome:
     recogniser: Recogniser = BASE_ID if clip.language == "id" else TINY_EN
-    stt = _TimedWhisper(recogniser=recogniser)
+    # The window each language is heard through (voice.engines.offline: English's is a setting).
+    window = english_window_s if recogniser is TINY_EN else SHORT_WINDOW_MIN_S
+    stt = _TimedWhisper(recogniser=recogniser, window_min_s=window)
     foresight = _Heard()
     stop = turn_stop(timing, clip.language, foresight)
     stt.set_foresight(stop.guesses())  # as build_call wires it
@@ -279,9 +289,17 @@ def q(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.0f} / {p95 * 1000:.0f}"
 
 
+def window_of(spec: str) -> int:
+    """The window English is heard through: a timing's fourth field ("0.2:0.06:0:15"), else
+    the product's (VOICE_WHISPER_WINDOW_MIN_S's default)."""
+    parts = spec.split(":")
+    return int(parts[3]) if len(parts) > 3 else WIDEBAND_WINDOW_MIN_S
+
+
 def timing_of(spec: str) -> TurnTiming:
     """ "0.1" (the VAD's stop, seconds), "0.1:0.03" (and the pause that starts a guess) or
-    "0.1:0.03:0.05" (and the wait after the stop for finished words); the rest the product's."""
+    "0.1:0.03:0.05" (and the wait after the stop for finished words); a fourth field is the
+    English window (`window_of`); the rest the product's."""
     parts = [float(p) for p in spec.split(":")]
     base = TurnTiming()
     return replace(
@@ -302,7 +320,7 @@ async def run(
     timings = {spec: timing_of(spec) for spec in specs}
     stops = specs
     made = await clips(voices, limit, gaps)
-    await one_turn(made[0], timings[stops[0]])  # warm-up, not counted
+    await one_turn(made[0], timings[stops[0]], window_of(stops[0]))  # warm-up, not counted
     results: dict[str, list[tuple[Clip, Outcome]]] = {stop: [] for stop in stops}
     index = 0
     for _ in range(rounds):
@@ -310,19 +328,19 @@ async def run(
             order = stops if index % 2 == 0 else list(reversed(stops))  # drift hits each alike
             index += 1
             for stop in order:
-                results[stop].append((clip, await one_turn(clip, timings[stop])))
+                results[stop].append((clip, await one_turn(clip, timings[stop], window_of(stop))))
     ok = True
     lines = [
-        "| VAD stop | pause | finished wait | finished: turns ended whole | end of speech → VAD stop p50 / p95 | "
-        "→ transcript | "
+        "| VAD stop | pause | finished wait | English window | finished: turns ended whole | "
+        "end of speech → VAD stop p50 / p95 | → transcript | "
         "→ turn end | → guess begun | → guess in | decoded again after the stop | turn end - transcript | "
         "words foreseen (of finished) | → foreseen | lead (turn end - foreseen) p50 / p95 | "
         "trailing: false cut-offs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     detail = [
         "",
-        "| timing (stop:pause:finished wait, s) | voice | language | finished: turn end p50 "
+        "| timing (stop:pause:finished wait[:English window], s) | voice | language | finished: turn end p50 "
         f"| trailing cut-offs at {' / '.join(str(g) for g in gaps)} s |",
         "|---|---|---|---|---|",
     ]
@@ -342,7 +360,7 @@ async def run(
         ]
         lines.append(
             f"| {timings[stop].vad_stop_s * 1000:.0f} ms | {timings[stop].pause_s * 1000:.0f} ms | "
-            f"{timings[stop].finished_timeout_s * 1000:.0f} ms | {len(whole)}/{len(finished)} | "
+            f"{timings[stop].finished_timeout_s * 1000:.0f} ms | {window_of(stop)} s | {len(whole)}/{len(finished)} | "
             f"{q([o.vad_stop_s for o in whole if o.vad_stop_s is not None])} | "
             f"{q([o.transcript_s for o in whole if o.transcript_s is not None])} | "
             f"{q([o.turn_end_s for o in whole if o.turn_end_s is not None])} | "
@@ -380,7 +398,8 @@ def main() -> None:
     parser.add_argument(
         "--timings",
         default="0.2,0.1",
-        help="timings to compare, comma-separated: VAD stop[:pause[:finished wait]] in seconds (see timing_of)",
+        help="timings to compare, comma-separated: VAD stop[:pause[:finished wait[:English window]]] in seconds "
+        "(see timing_of)",
     )
     parser.add_argument("--voices", default="espeak,neural", help="espeak and/or neural")
     parser.add_argument(

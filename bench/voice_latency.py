@@ -582,13 +582,18 @@ class Floor:
         return self.vad_stop_s + max(self.wait_s(turn), whisper) + espeak
 
 
-def whisper_time_s(clip: Clip, vad_stop_s: float, *, full_window: bool = False) -> float:
+def whisper_time_s(clip: Clip, vad_stop_s: float, *, full_window: bool = False, window_min_s: int = 15) -> float:
     """Whisper on the segment the server's STT would hand it: the mean of FLOOR_REPEATS,
-    through the product's window or (`full_window`) the 30 s one the sequential floor uses."""
+    through the server's window (`window_min_s`, VOICE_WHISPER_WINDOW_MIN_S) or
+    (`full_window`) the 30 s one the sequential floor uses."""
     # Loads the model on first use, here only.
     from voice.engines.whisper import transcribe_full_window, transcribe_pcm16
 
-    transcribe = transcribe_full_window if full_window else transcribe_pcm16
+    def transcribe(segment: bytes) -> str:
+        if full_window:
+            return transcribe_full_window(segment)
+        return transcribe_pcm16(segment, min_window_s=window_min_s)
+
     segment = bytes(int(PRE_ROLL_S * RATE) * 2) + clip.speech + bytes(int((vad_stop_s + STT_PADDING_S) * RATE) * 2)
     times = []
     for _ in range(FLOOR_REPEATS):
@@ -630,12 +635,13 @@ async def espeak_time_s(text: str, emotion: str | None, voice: str = "espeak") -
 
 async def measure_floor(clips: dict[str, Clip], turns: list[Turn], config: dict[str, Any]) -> Floor:
     vad_stop_s = float(config["vad_stop_s"])
+    window_min_s = int(config.get("whisper_window_min_s", 15))  # the server's (15 before the setting)
     # The model's first transcription in a process pays for loading and allocations (the
     # server's is paid by each call's warm-up turn); not counted.
     await asyncio.to_thread(whisper_time_s, next(iter(clips.values())), vad_stop_s)
     whisper, whisper_full = {}, {}
     for text, clip in clips.items():  # each clip through both recognisers, back to back
-        whisper[text] = await asyncio.to_thread(whisper_time_s, clip, vad_stop_s)
+        whisper[text] = await asyncio.to_thread(whisper_time_s, clip, vad_stop_s, window_min_s=window_min_s)
         whisper_full[text] = await asyncio.to_thread(whisper_time_s, clip, vad_stop_s, full_window=True)
     espeak: dict[str, float] = {}
     whole: dict[str, float] = {}

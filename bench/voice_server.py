@@ -235,6 +235,7 @@ async def serve(*, database_url: str, state_dir: Path, fd: int, observe: bool) -
             "vad_stop_s": settings.voice_vad_stop_s,
             "speech_timeout_s": settings.voice_speech_timeout_s,
             "finished_timeout_s": settings.voice_finished_timeout_s,
+            "whisper_window_min_s": settings.voice_whisper_window_min_s,
             "voice_tts": settings.voice_tts,
             "calls_per_process_max": settings.calls_per_process_max,
             "adapters": services.adapters,

@@ -32,7 +32,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from bench.report import write
 from voice.agent import last_user_text
 from voice.engines.espeak import synthesize
-from voice.engines.whisper import WhisperSTTService, preload_whisper
+from voice.engines.whisper import WIDEBAND_WINDOW_MIN_S, WhisperSTTService, preload_whisper
 from voice.pipeline import PauseAwareVAD, TurnTiming, call_vad, turn_stop
 
 RATE = 16_000
@@ -79,7 +79,7 @@ async def _pcm(text: str) -> bytes:
 async def one_turn(speech: bytes, *, speculate: bool, timing: TurnTiming, counts: dict[str, int]) -> tuple[float, str]:
     """VAD stop -> user turn end (seconds) and the turn's text; adds the STT's speculation
     counts to `counts`."""
-    stt = WhisperSTTService()
+    stt = WhisperSTTService(window_min_s=WIDEBAND_WINDOW_MIN_S)  # English through the product's window
     base = call_vad(timing, stt if speculate else None)
     vad = _TimedVAD(listener=base.listener, pause_s=timing.pause_s, params=base.params)
     user_turns = LLMContextAggregatorPair(

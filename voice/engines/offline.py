@@ -44,10 +44,18 @@ def offline_engines(
     transforms: Sequence[tuple[str, TextTransform]],
     models_dir: Path | None = None,
     stt_workers: int = 1,
+    window_min_s: int | None = None,
 ) -> tuple[Engines, str]:
     """The offline engines and a line describing them for the startup log."""
     from voice.engines.espeak import EspeakTTSService
-    from voice.engines.whisper import BASE_ID, WhisperSTTService, preload_whisper, set_models_dir, set_workers
+    from voice.engines.whisper import (
+        BASE_ID,
+        WIDEBAND_WINDOW_MIN_S,
+        WhisperSTTService,
+        preload_whisper,
+        set_models_dir,
+        set_workers,
+    )
     from voice.vocabulary import room_prompt, room_words
 
     if models_dir is not None:
@@ -79,7 +87,9 @@ def offline_engines(
 
     def hear_english() -> WhisperSTTService:
         # The room as it is when the call starts: a specialist installed since is named too.
-        return WhisperSTTService(prompt=room_prompt(), expected=room_words())
+        # Full-band English through the shorter window (a phone line keeps 15 s: `hear_narrowband`).
+        window = WIDEBAND_WINDOW_MIN_S if window_min_s is None else window_min_s
+        return WhisperSTTService(prompt=room_prompt(), expected=room_words(), window_min_s=window)
 
     engines = Engines(
         stt=hear_english,

@@ -23,7 +23,10 @@ CTranslate2's encoder accepts a shorter one, so an utterance is heard through a 
 longer than itself, at least `SHORT_WINDOW_MIN_S` (15 s): about twice as fast on a command.
 The further from the 30 s it was trained on, the more words flip on machine-made speech:
 through 10 or 12 s, phone-quality "bedroom light" became "bad room life" or "jazz" became
-"chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). The
+"chairs" (tests caught both), and below 10 s Whisper repeats itself ("No. No. No."). Full-band
+English (a speaker, the browser) is heard through 10 s (`WIDEBAND_WINDOW_MIN_S`, a setting):
+measured on 146 clips of it, no more word errors than 15 s, and a third less encoder time,
+which is most of what stands between the end of speech and the answer. The
 decoder is also capped at a length the audio could hold, and words that only repeat one
 phrase to the end are kept once. Utterances longer than the model's window take
 faster-whisper's own path, which splits them.
@@ -79,6 +82,7 @@ from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
+from voice.engines.whisper_mel import window_features
 from voice.turn_end import Foresight
 from voice.vocabulary import NO_DEVICE, Expected, doubts, zee_addressed
 
@@ -104,15 +108,20 @@ LOG_PROB_SILENCE_MAX = -1.0
 # (real short words scored 0.02-0.11 through the same window).
 NO_SPEECH_PROB_CERTAIN = 0.9
 
-# The short window (see the module's docstring): never below 15 s (shorter ones flip more words and make Whisper
-# repeat itself), one second of room after the speech, and the model's own 30 s at most.
+# The short window (see the module's docstring): one second of room after the speech, the
+# model's own 30 s at most, and at least SHORT_WINDOW_MIN_S (15 s) for a phone line and for
+# Indonesian (shorter windows flipped more words on phone audio; base is not measured below).
+# A full-band English call may go down to WIDEBAND_WINDOW_MIN_S (`VOICE_WHISPER_WINDOW_MIN_S`,
+# 10 by default): on 146 clips of machine speech it made no more word errors than 15 s (53
+# against 56 on Ava's replies, one command better and one worse) at a third less encoder time
+# (BENCHMARKS.md, "Toward 300 ms offline"). Below 10 s Whisper repeats itself.
 SHORT_WINDOW_MIN_S = 15
+WIDEBAND_WINDOW_MIN_S = 10
 FULL_WINDOW_S = 30
 # Tokens the decoder may write per second of audio (fast speech is about 5 with punctuation),
 # plus a few for the shortest clips: a loop ends here instead of at 224 tokens.
 TOKENS_PER_S = 8
 TOKENS_MIN = 10
-FEATURE_FRAMES_PER_S = 100  # Whisper's mel frames: one every 10 ms
 
 # Where the joined Whisper base goes when no folder is given (servers pass AVAGENC_HOME's).
 DEFAULT_MODELS_DIR = Path(".state") / "models"
@@ -240,8 +249,8 @@ def decode_short(
 
     model = whisper_model(recogniser.model)
     window = _window_s(len(samples) / WHISPER_RATE, min_window_s)
-    padded = np.pad(samples, (0, window * WHISPER_RATE - len(samples)))
-    features = model.feature_extractor(padded, padding=0)[:, : window * FEATURE_FRAMES_PER_S]
+    # The silence after the speech is filled in, not computed (voice/engines/whisper_mel.py).
+    features = window_features(model.feature_extractor, samples, window)
     tokenizer = _tokenizer(model, recogniser.language)
     prompt = [*_previous_text(tokenizer, prompt_text), *tokenizer.sot_sequence, tokenizer.no_timestamps]
     result = model.model.generate(
@@ -435,7 +444,13 @@ class WhisperSTTService(SegmentedSTTService):
     """Pipecat STT: one finalized transcript per VAD-delimited utterance, offline."""
 
     def __init__(
-        self, *, recogniser: Recogniser = TINY_EN, prompt: str = "", expected: Expected | None = None, **kwargs: Any
+        self,
+        *,
+        recogniser: Recogniser = TINY_EN,
+        prompt: str = "",
+        expected: Expected | None = None,
+        window_min_s: int = SHORT_WINDOW_MIN_S,
+        **kwargs: Any,
     ) -> None:
         # Every field set (None where unsupported): Pipecat logs an error for NOT_GIVEN ones.
         self.recogniser = recogniser  # before the base asks for the service language
@@ -443,6 +458,9 @@ class WhisperSTTService(SegmentedSTTService):
         # The names and devices a phone line's short decode is checked against; without them
         # (Indonesian: never measured) a phone line is heard through the 30 s window only.
         self.expected = expected
+        # The shortest window full-band speech is heard through (a phone line keeps 15 s).
+        assert WIDEBAND_WINDOW_MIN_S <= window_min_s <= FULL_WINDOW_S, "a window Whisper was measured on"
+        self.window_min_s = window_min_s
         language = Language(recogniser.language)
         super().__init__(settings=STTSettings(model=recogniser.model, language=language), **kwargs)
         self._narrowband = False
@@ -506,8 +524,15 @@ class WhisperSTTService(SegmentedSTTService):
                         recogniser.model,
                         lambda: transcribe_narrowband(audio, recogniser, prompt=prompt, expected=expected),
                     )
-                transcribe = transcribe_full_window if self._narrowband else transcribe_pcm16
-                return await _when_free(recogniser.model, lambda: transcribe(audio, recogniser, prompt=prompt))
+                if self._narrowband:
+                    return await _when_free(
+                        recogniser.model, lambda: transcribe_full_window(audio, recogniser, prompt=prompt)
+                    )
+                window_min_s = self.window_min_s
+                return await _when_free(
+                    recogniser.model,
+                    lambda: transcribe_pcm16(audio, recogniser, min_window_s=window_min_s, prompt=prompt),
+                )
         finally:
             _running -= 1
 
