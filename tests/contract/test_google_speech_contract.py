@@ -42,7 +42,14 @@ from pydantic import SecretStr
 
 from app.voice import choose_engines
 from bench.cloudsim.latency import LogNormal
-from bench.cloudsim.speech import Failure, SimulatedSpeech, espeak_synthesise, resample_pcm16, throwaway_credentials
+from bench.cloudsim.speech import (
+    Failure,
+    SimulatedSpeech,
+    Synthesis,
+    espeak_synthesise,
+    resample_pcm16,
+    throwaway_credentials,
+)
 from settings import Settings
 from voice import Engines
 from voice.engines.google import (
@@ -323,12 +330,7 @@ async def test_a_sentence_cut_before_its_first_audio_is_billed_what_google_recei
     first.cancel()  # what an interruption does to the sentence being synthesised
     with contextlib.suppress(asyncio.CancelledError):
         await first
-    for _ in range(int(WAIT_MAX_S / 0.01)):
-        if not speech.streams_open:
-            break
-        await asyncio.sleep(0.01)
-    (seen,) = speech.syntheses
-    markup, _rate = streaming_prosody(text)
+    seen, markup = await _the_one_synthesis_closed(speech, text)
     assert seen.cancelled and seen.chunks == 0
     assert [len(r) for r in reported] == [seen.characters] == [len(markup)]
 
@@ -351,12 +353,7 @@ async def test_a_sentence_cut_short_cancels_its_stream_and_is_billed_its_charact
     while not isinstance(first, TTSAudioRawFrame):  # past the metrics frames
         first = await anext(sentence)
     await sentence.aclose()  # what an interruption does to the sentence being spoken
-    for _ in range(int(WAIT_MAX_S / 0.01)):
-        if not speech.streams_open:
-            break
-        await asyncio.sleep(0.01)
-    (seen,) = speech.syntheses
-    markup, _rate = streaming_prosody(text)
+    seen, markup = await _the_one_synthesis_closed(speech, text)
     assert seen.cancelled and seen.characters == len(markup)
 
 
@@ -420,3 +417,14 @@ async def test_auto_picks_the_streaming_voice_with_credentials_and_the_http_voic
         _stt, tts = engines.for_language("en")
     assert line == f"Google Cloud STT (streaming) + {line_says}" and preload is None
     assert type(tts) is tts_kind
+
+
+async def _the_one_synthesis_closed(speech: SimulatedSpeech, text: str) -> tuple[Synthesis, str]:
+    """Once Google's stream has closed: the one synthesis it saw, and the markup `text` is sent as."""
+    for _ in range(int(WAIT_MAX_S / 0.01)):
+        if not speech.streams_open:
+            break
+        await asyncio.sleep(0.01)
+    (seen,) = speech.syntheses
+    markup, _rate = streaming_prosody(text)
+    return seen, markup
