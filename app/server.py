@@ -615,7 +615,7 @@ def serve_app(services: Services) -> FastAPI:
         ready=later.calls_ready,
         open_=lambda: later.doors is not None,
         traffic=later.traffic,
-        later=[LaterDoors(BROWSER_DOOR_PREFIX, later.ready, lambda: later.browser)],
+        later=[LaterDoors(BROWSER_DOOR_PREFIX, later.ready, lambda: later.browser, later.browser_wanted)],
     )
     later.start(
         lambda stack: build_voice(

@@ -50,6 +50,12 @@ LOAD_AFTER_QUIET_S = 0.3
 # The longest the loading waits for that quiet after the server listens: an instance never
 # idle still gets its doors (and its startup heap frozen, app.server.freeze_startup_heap).
 LOAD_WAIT_MAX_S = 10.0
+# The browser's door loads once no call has been live for this long (or one asks for it):
+# loaded beside a woken instance's first call, it made that call's reply 1.6x a warm one's
+# (BENCHMARKS.md "Cold start: the browser's door comes last").
+BROWSER_AFTER_CALLS_S = 2.0
+# ...and at the latest this long after the other doors, calls or not.
+BROWSER_WAIT_MAX_S = 60.0
 
 
 def choose_engines(
@@ -324,12 +330,14 @@ class VoiceLater:
     It builds in two stages: first every door but the browser's (`calls_ready`, the doors
     handed to `attach`), then the browser's WebRTC door (`attach_browser`), whose import
     (aiortc, aioice, PyAV, DNS) is about a third of voice's: a speaker's or a phone's call
-    placed on a woken instance waits for the first stage only. `ready` is set when both have
-    ended."""
+    placed on a woken instance waits for the first stage only, and the second waits until
+    no call has been live for a moment or a browser asks for its door (`browser_wanted`).
+    `ready` is set when both have ended."""
 
     def __init__(self, *, quiet_s: float = LOAD_AFTER_QUIET_S, wait_max_s: float = LOAD_WAIT_MAX_S) -> None:
         self.ready = asyncio.Event()
         self.calls_ready = asyncio.Event()
+        self.browser_wanted = asyncio.Event()
         self.serving = asyncio.Event()
         self.traffic = Traffic()
         self._quiet_s = quiet_s
@@ -356,6 +364,7 @@ class VoiceLater:
             try:
                 await self._first_stage(build, attach)
                 if self.doors is not None:
+                    await self._until_no_call(self.doors)
                     await self._browser_stage(self.doors, attach_browser)
             finally:
                 sys.setswitchinterval(switch_s)
@@ -380,6 +389,21 @@ class VoiceLater:
             log.exception("the call doors could not be built; text goes on")
         finally:
             self.calls_ready.set()
+
+    async def _until_no_call(self, doors: VoiceDoors) -> None:
+        """Until the browser's door is asked for, or no call has been live for
+        BROWSER_AFTER_CALLS_S, at most BROWSER_WAIT_MAX_S."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + BROWSER_WAIT_MAX_S
+        quiet_since = loop.time()
+        while not self.browser_wanted.is_set() and loop.time() < deadline:
+            if len(doors.registry):
+                quiet_since = loop.time()
+            elif loop.time() - quiet_since >= BROWSER_AFTER_CALLS_S:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await self.browser_wanted.wait()
 
     async def _browser_stage(self, doors: VoiceDoors, attach_browser: Callable[[VoiceDoors], None]) -> None:
         try:

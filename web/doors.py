@@ -106,6 +106,9 @@ class LaterDoors:
     prefix: str
     ready: asyncio.Event
     open_: Callable[[], bool]
+    # Set when a request for these doors arrives while they are not open (their loading may
+    # wait for it, app.voice.VoiceLater).
+    wanted: asyncio.Event | None = None
 
 
 class DoorsStarting:
@@ -145,6 +148,8 @@ class DoorsStarting:
         if stage is not None:
             if traffic is not None:
                 traffic.call_arrived()
+            if stage.wanted is not None:
+                stage.wanted.set()
             try:
                 async with asyncio.timeout(self._wait_s):
                     await stage.ready.wait()

@@ -27,14 +27,16 @@ def _door(path: str) -> APIRouter:
     return router
 
 
-def _staged_app(calls: asyncio.Event, browser: asyncio.Event, opened: set[str]) -> FastAPI:
+def _staged_app(
+    calls: asyncio.Event, browser: asyncio.Event, opened: set[str], wanted: asyncio.Event | None = None
+) -> FastAPI:
     app = FastAPI()
     app.add_middleware(
         DoorsStarting,
         ready=calls,
         open_=lambda: "calls" in opened,
         wait_s=30.0,
-        later=[LaterDoors(BROWSER_DOOR_PREFIX, browser, lambda: "browser" in opened)],
+        later=[LaterDoors(BROWSER_DOOR_PREFIX, browser, lambda: "browser" in opened, wanted)],
     )
     return app
 
@@ -42,12 +44,16 @@ def _staged_app(calls: asyncio.Event, browser: asyncio.Event, opened: set[str]) 
 async def test_a_speaker_call_goes_on_with_the_first_stage_and_a_browser_call_waits_for_its_own() -> None:
     calls, browser = asyncio.Event(), asyncio.Event()
     opened: set[str] = set()
-    app = _staged_app(calls, browser, opened)
+    wanted = asyncio.Event()
+    app = _staged_app(calls, browser, opened, wanted)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         speaker = asyncio.create_task(client.post("/v1/voice/speaker-test"))
+        await asyncio.sleep(0.05)
+        assert not wanted.is_set(), "a speaker's call does not ask for the browser's door"
         offer = asyncio.create_task(client.post("/v1/voice/webrtc/offer"))
         await asyncio.sleep(0.05)
         assert not speaker.done() and not offer.done(), "both wait while nothing is built"
+        assert wanted.is_set(), "a browser's offer asks for its door (its loading need not wait for calls to end)"
         add_doors(app, [_door("/v1/voice/speaker-test")], [])
         opened.add("calls")
         calls.set()
