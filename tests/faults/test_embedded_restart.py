@@ -53,8 +53,8 @@ def stop_cleanly(folder: Path) -> None:
     """`pg_ctl stop -m fast`, as an operator stops PostgreSQL (run as the OS user it runs as)."""
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
-    # pg_ctl waits 60 s by default; under CI's load a fast stop once took longer (its
-    # shutdown checkpoint behind the burst's writes), which is slow, not a failure.
+    # pg_ctl waits 60 s by default; under CI's load a fast stop once took longer (why was
+    # not found), which is slow, not the failure this test is about.
     pg_ctl(
         ["-w", "-t", "120", "-m", "fast", "stop"], pgdata=folder / "pg", user="pgserver" if os.geteuid() == 0 else None
     )
