@@ -8,6 +8,7 @@ import asyncio
 import asyncpg
 
 from agents import Model, ModelRequest, ModelResponse, OfflineModel
+from chat.outbox import Outbox
 from ledger import user_account
 
 
@@ -49,12 +50,17 @@ class CuttingModel:
         return response
 
 
-async def settled(pool: asyncpg.Pool, *, timeout_s: float = 60.0) -> None:
+async def settled(pool: asyncpg.Pool, *, outbox: Outbox | None = None, timeout_s: float = 60.0) -> None:
     """Wait (bounded) until the server's sweep has left nothing to settle: no run running,
-    no call recorded without a cost, no human message without a run. (A wait for an
-    outcome, not a timing assertion.)"""
+    no call recorded without a cost, no human message without a run, and, given the
+    in-process server's `outbox`, no call in it (a charge the cut failed is in the outbox
+    only, not in the database, until the sweep's next pass). (A wait for an outcome, not a
+    timing assertion.)"""
     async with asyncio.timeout(timeout_s):
         while True:
+            if outbox is not None and outbox.pending:
+                await asyncio.sleep(0.1)
+                continue
             left = await pool.fetchval(
                 """SELECT (SELECT count(*) FROM runs WHERE status = 'running')
                         + (SELECT count(*) FROM run_calls WHERE cost_micros IS NULL)

@@ -49,7 +49,7 @@ async def test_calls_cut_off_from_their_record_are_charged_once(app: App, pool: 
     assert set(statuses) <= {200, 503}, statuses
     assert model.cuts == len(model.cut_after)
 
-    await settled(pool)
+    await settled(pool, outbox=app.services.wallet.outbox)
     recorded, costed, charges, gap = await billed_calls(pool, me)
     # Every call the model answered is recorded, costed and charged exactly once.
     assert (recorded, costed, charges, gap) == (model.calls, model.calls, model.calls, 0)
@@ -77,7 +77,7 @@ async def test_a_message_cut_off_before_its_run_is_answered_once(app: App, pool:
         turn = response.json()
         assert turn["messages"][0]["author"] == "human" and len(turn["messages"]) > 1, "the whole turn"
         assert turn["runs"] and all(r["status"] in ("succeeded", "failed") for r in turn["runs"])
-    await settled(pool)
+    await settled(pool, outbox=app.services.wallet.outbox)
     leads = await pool.fetch(
         """SELECT m.client_id, count(r.id) AS runs FROM messages m LEFT JOIN runs r
            ON r.origin_message_id = m.id AND r.parent_run_id IS NULL
@@ -124,7 +124,7 @@ async def test_a_message_cut_off_on_an_empty_wallet_gets_a_visible_failure(
     calls_before = model.calls
     await app.services.threads.append(me, author="human", text="hello Ava", channel="text", client_id="broke")
 
-    await settled(pool)  # the server's own sweep answers it
+    await settled(pool, outbox=app.services.wallet.outbox)  # the server's own sweep answers it
 
     thread = (await app.client.get("/v1/messages", headers=headers)).json()["messages"]
     assert [m["author"] for m in thread] == ["human", "ava"]
