@@ -15,7 +15,8 @@ speech. A turn starts when the transcript would be handed over (end of speech + 
 and each sentence is heard when the voice would start it: its first audio comes the
 speech engine's first-audio time after the sentence was ready, and never before the
 sentence before it has been said (at SPEECH_CHARS_PER_S). Two sets of engines:
-"offline" (the landed offline pass's medians, constants) and "all simulated": Google
+"offline" (the offline pipeline's hearing drawn per turn from its quiet 100-turn
+measurement, and its first audio) and "all simulated": Google
 Speech-to-Text's final result and streaming Text-to-Speech's first audio as the product's
 own Google adapters (voice.engines.google) meet them, measured in the same run against
 the gRPC fakes of bench/cloudsim/speech.py at their latency models: `--speech-samples`
@@ -70,7 +71,7 @@ from bench.cloudsim.latency import (
     GEMINI_2_5_FLASH,
     GOOGLE_STT_FINAL,
     GOOGLE_TTS_STREAMING_FIRST_BYTE,
-    OFFLINE_HEARING_S,
+    OFFLINE_HEARING,
     OFFLINE_SPEECH_FIRST_AUDIO_S,
     SPECULATIVE_TRANSCRIPT_AHEAD_S,
     WENT_ON_AFTER_S,
@@ -183,20 +184,22 @@ class Decisions:
 
 async def foresee(
     services: Services, person: Person, text: str, *, went_on: bool, ahead_s: float = SPECULATIVE_TRANSCRIPT_AHEAD_S
-) -> int:
+) -> tuple[asyncio.Task[int], int, float]:
     """What the call door does while the person's turn ends: Ava's first call begun on the
-    speculative transcript, `SPECULATIVE_TRANSCRIPT_AHEAD_S` before the turn ends (after a
-    guess at fewer words, dropped when they go on, if `went_on`); how many were begun."""
+    speculative transcript, `ahead_s` before the turn ends (after a guess at fewer words,
+    dropped when they go on, if `went_on`). Returns the guess on the whole words, still
+    running (as the call door's foresight runs beside the turn's end, never before it), how
+    many guesses were begun before it, and the moment the turn ends (its time zero)."""
     begun = 0
     if went_on:
         fewer = " ".join(text.split()[:-1])
         begun += await services.turns.foresee(person, text=fewer, channel="voice", zone=ZONE)
         await asyncio.sleep(WENT_ON_AFTER_S)
         services.turns.unforeseen(person.id)
-    started = time.monotonic()
-    begun += await services.turns.foresee(person, text=text, channel="voice", zone=ZONE)
-    await asyncio.sleep(max(0.0, ahead_s - (time.monotonic() - started)))
-    return begun
+    ends = time.monotonic() + ahead_s
+    guess = asyncio.create_task(services.turns.foresee(person, text=text, channel="voice", zone=ZONE))
+    await asyncio.sleep(max(0.0, ends - time.monotonic()))
+    return guess, begun, ends
 
 
 async def one_turn(
@@ -216,8 +219,11 @@ async def one_turn(
     balance_before = await services.wallet.balance_micros(person_id)
     adopted_before = metrics.speculations.value(outcome="adopted")
     differed_before = {part: metrics.speculations_differed.value(part=part) for part in PARTS}
-    speculated = await foresee(services, person, text, went_on=went_on, ahead_s=ahead_s) if mode == "speculating" else 0
-    record = TurnRecord(scenario=scenario, mode=mode, started=time.monotonic(), speculated=speculated)
+    guess: asyncio.Task[int] | None = None
+    speculated, ends = 0, time.monotonic()
+    if mode == "speculating":
+        guess, speculated, ends = await foresee(services, person, text, went_on=went_on, ahead_s=ahead_s)
+    record = TurnRecord(scenario=scenario, mode=mode, started=ends, speculated=speculated)
 
     def heard(reply: SpokenReply) -> None:
         at = time.monotonic() - record.started
@@ -236,6 +242,8 @@ async def one_turn(
         on_say=say if mode != "today" else None,
         stop=stop if mode != "today" else None,
     )
+    if guess is not None:
+        record.speculated += await guess
     served = [s for s in sim.served[served_before:] if not s.structured]
     # The floor sums the waits on the turn's path: a dropped guess (its newest line ends on
     # the fewer words) ran beside it, so it is paid for (counted in calls) but not waited on.
@@ -278,7 +286,7 @@ def report(
     load: str,
     modes: tuple[str, ...],
     samples: SpeechSamples,
-    hearing_s: float = OFFLINE_HEARING_S,
+    hearing_s: float | None = None,
 ) -> tuple[str, bool]:
     lines = [
         "## Voice on the cloud path (bench/cloud_voice.py)",
@@ -303,7 +311,8 @@ def report(
                 times = []
                 for r in of:
                     if engines == "offline":
-                        hearing, speech = hearing_s, OFFLINE_SPEECH_FIRST_AUDIO_S
+                        drawn = OFFLINE_HEARING.draw(rng) if hearing_s is None else hearing_s
+                        hearing, speech = drawn, OFFLINE_SPEECH_FIRST_AUDIO_S
                     else:
                         hearing, speech = rng.choice(samples.hearing_s), rng.choice(samples.first_audio_s)
                     timing = r.timings(hearing, speech)
@@ -423,10 +432,16 @@ async def measure(args: argparse.Namespace) -> int:
             verified = await services.ledger.verify()
     elapsed = time.monotonic() - started
     load = f"load average {load_before} before, {_load()} after (2 cores shared)"
-    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, samples, args.hearing_ms / 1000)
+    hearing_s = None if args.hearing_ms is None else args.hearing_ms / 1000
+    text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, samples, hearing_s)
     ok = ok and len(samples.hearing_s) == len(samples.first_audio_s) == args.speech_samples
+    hearing = (
+        f"drawn per turn, p50 {OFFLINE_HEARING.p50_s * 1000:.0f} / p95 {OFFLINE_HEARING.p95_s * 1000:.0f} ms"
+        if hearing_s is None
+        else f"{args.hearing_ms:.0f} ms every turn"
+    )
     text += (
-        f"\nOffline hearing (end of speech -> the turn) {args.hearing_ms:.0f} ms; the speculative transcript"
+        f"\nOffline hearing (end of speech -> the turn) {hearing}; the speculative transcript"
         f" {args.lead_ms:.0f} ms before the turn ends.\n"
     )
     text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
@@ -595,8 +610,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--hearing-ms",
         type=float,
-        default=OFFLINE_HEARING_S * 1000,
-        help="offline hearing: end of speech -> the turn (default: the landed medians; bench.turn_end measures it)",
+        default=None,
+        help="offline hearing, end of speech -> the turn, the same every turn (default: drawn per turn"
+        " from the quiet 100-turn measurement in bench/cloudsim/latency.py)",
     )
     parser.add_argument(
         "--lead-ms",

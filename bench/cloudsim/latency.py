@@ -81,17 +81,19 @@ GOOGLE_TTS_FIRST_BYTE = LogNormal(p50_s=0.70, p95_s=0.95)  # without streaming; 
 # heard (an assumption: no figure was published; it only has to outrun playback).
 GOOGLE_TTS_STREAMING_SPEED = 4.0
 
-# Offline hearing: end of speech -> the transcript handed to the turn (VAD stop + Whisper
-# + the turn-end wait, medians of the landed offline pass); offline speech: a sentence's
-# first audio.
-OFFLINE_HEARING_S = 0.226 + 0.144 + 0.018
-OFFLINE_SPEECH_FIRST_AUDIO_S = 0.030
+# Offline hearing: end of speech -> the turn's end (the VAD's stop, Whisper, the turn-end
+# wait), drawn per turn; offline speech: a sentence's first audio (its text -> the first
+# TTS frame). Both measured by `bench.voice_latency --utterances 100 --calls 4 --per-call 25`
+# on a quiet machine, one call, 100 turns (BENCHMARKS.md, "The offline check on a quiet
+# machine (session 7)"): the turn's end 246 / 316 ms p50 / p95, first audio 23 ms p50.
+OFFLINE_HEARING = LogNormal(p50_s=0.246, p95_s=0.316)
+OFFLINE_SPEECH_FIRST_AUDIO_S = 0.023
 
-# The speculative transcript is in this long before the turn ends (the pause's 60 ms plus
-# Whisper, ~200 ms after the end of speech, against 388 ms for the turn end: BENCHMARKS.md,
-# "Voice on the cloud path"); the call door begins Ava's first call then. Taken as the same
-# for Google's recogniser, whose interim results stand in for the guess (an assumption).
-SPECULATIVE_TRANSCRIPT_AHEAD_S = 0.19
+# How long before the turn ends its words are foreseen, where the call door begins Ava's
+# first call. Measured in the call's own pipeline (bench.turn_end, BENCHMARKS.md "The turn's
+# end, sooner"): 0 of 10 finished requests foreseen before their turn ended, since the turn
+# ends the moment Whisper's guess is in. So none; `--lead-ms` asks what a lead would buy.
+SPECULATIVE_TRANSCRIPT_AHEAD_S = 0.0
 # A person who goes on speaking does so this long after the first guess began (an
 # assumption: the VAD's pause is 60 ms, its stop 200 ms; resuming in between).
 WENT_ON_AFTER_S = 0.1
