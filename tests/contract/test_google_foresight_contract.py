@@ -36,6 +36,7 @@ from tests.unit.test_turns_on_twins import JAKARTA
 from tests.unit.test_voice_streaming_turns import gemini_world
 from voice.engines.google import EndpointGoogleSTTService, google_stt
 from voice.engines.whisper import preload_whisper
+from voice.pipeline import Foreseeing, TurnTiming, call_vad
 
 # Long enough that Whisper's reading is in well before it, whatever the load: the final
 # then always comes after the interim that is due at once.
@@ -102,6 +103,14 @@ async def _paused_after(call: _Call, stt: EndpointGoogleSTTService, pcm: bytes) 
     """The person says `pcm` and falls quiet; the VAD reports the pause once it has heard it."""
     await _send_heard(call, pcm + QUIET)
     stt.speech_paused()
+
+
+def test_a_call_wires_the_recogniser_to_its_vad_and_its_turn(credentials: Path) -> None:
+    """What `voice.pipeline.build_call` checks before it hands the recogniser the turn's
+    guesses and the VAD's pauses."""
+    stt = google_stt(str(credentials), ["en-US"], endpoint="127.0.0.1:1")
+    assert isinstance(stt, Foreseeing)
+    assert call_vad(TurnTiming(), stt).listener is stt
 
 
 async def test_the_words_are_told_after_the_pause_and_before_the_final(credentials: Path) -> None:
