@@ -92,7 +92,9 @@ _NO_SSML_FAMILIES = ("chirp", "journey")
 # An interim that reaches this close to the audio heard when the VAD reported a pause
 # covers the speech before it: the pause is reported after the call's `pause_s` (60 ms,
 # voice.pipeline.TurnTiming) of quiet, and the recogniser is handed each frame before the
-# VAD reads it, so the speech ended at least this long before that point.
+# VAD reads it, so the speech ended at least this long before that point. (A VOICE_PAUSE_S
+# shorter than this would let an interim that far short of the pause through; a longer one
+# only asks more of it.)
 PAUSE_REACH_S = 0.06
 
 
