@@ -23,8 +23,13 @@ the gRPC fakes of bench/cloudsim/speech.py at their latency models: `--speech-sa
 utterances (espeak-ng saying the scenarios' requests, heard by the fake's Whisper) from
 the last loud audio sent to the adapter's final transcript, and as many sentences from the
 text handed to the adapter to its first audio frame; each turn takes one of each at
-random. The Pipecat pipeline around them is not in the loop here; bench.voice_latency
-measures that path with the offline model.
+random. The Pipecat pipeline around them is not in the loop here, but for the call's
+VAD (`voice.pipeline.call_vad`, after the recogniser as on a call), which tells the adapter
+of the pause: when the adapter told its foresight the words (an interim covering the
+speech, voice.engines.google) is measured per utterance too, and the lead it gives
+(final - foreseen; 0 when nothing was foreseen, or the words told were not the final's)
+is what the all-simulated speculating rows use, each turn taking one utterance's lead with
+its final. bench.voice_latency measures the whole pipeline with the offline model.
 
 Modes, alternating turn by turn on the same server and simulator:
 - *today*: every model call waits for the whole answer, nothing is said until Ava's final
@@ -34,8 +39,10 @@ Modes, alternating turn by turn on the same server and simulator:
   a specialist said aloud writes its done sentence beside its command, said once the
   command succeeds (no model call to write it);
 - *speculating*: streaming, with Ava's first call begun on the speculative transcript
-  (`Turns.foresee`, chat.speculation) `SPECULATIVE_TRANSCRIPT_AHEAD_S` before the turn
-  ends, as the call door does when the words are in during the turn-end wait; on every
+  (`Turns.foresee`, chat.speculation) before the turn ends, as the call door does when the
+  words are in during the turn-end wait: `SPECULATIVE_TRANSCRIPT_AHEAD_S` (`--lead-ms`)
+  before it on the offline rows, the measured Google lead on the all-simulated rows (each
+  speculating turn is run once for each, on a person of its own); on every
   `--went-on-every`th such turn the person goes on speaking after a first guess at fewer
   words (that guess is dropped and billed), the rest adopt it;
 - *no result ahead* (`--modes` to include it): streaming as it was before that last change (the simulated model
@@ -70,6 +77,7 @@ from bench.cloudsim.gemini import Answer, Responder, Served, SimulatedGemini, of
 from bench.cloudsim.latency import (
     GEMINI_2_5_FLASH,
     GOOGLE_STT_FINAL,
+    GOOGLE_STT_INTERIM_AFTER_SPEECH,
     GOOGLE_TTS_STREAMING_FIRST_BYTE,
     OFFLINE_HEARING,
     OFFLINE_SPEECH_FIRST_AUDIO_S,
@@ -86,7 +94,7 @@ from bench.cloudsim.speech import (
 )
 from bench.report import RESULTS, write
 from chat import Person
-from chat.speculation import PARTS
+from chat.speculation import PARTS, words_of
 from settings import Settings
 from telemetry import metrics
 
@@ -133,6 +141,8 @@ class TurnRecord:
     adopted: int = 0  # of those, taken by the turn as its first call
     differed: dict[str, int] = field(default_factory=dict)  # of those, not adopted: what differed
     cost_micros: int = 0  # what the turn took from the wallet
+    engines: str | None = None  # the rows it counts in (None: both)
+    sample: int | None = None  # the Google utterance whose final and lead it took
 
     def waited_until(self, ready_s: float) -> float:
         """The simulated model time of this turn until `ready_s` after it began."""
@@ -212,6 +222,7 @@ async def one_turn(
     *,
     went_on: bool = False,
     ahead_s: float = SPECULATIVE_TRANSCRIPT_AHEAD_S,
+    foreseen: bool = True,
 ) -> TurnRecord:
     person = await services.people.get(person_id)
     assert person is not None
@@ -221,7 +232,7 @@ async def one_turn(
     differed_before = {part: metrics.speculations_differed.value(part=part) for part in PARTS}
     guess: asyncio.Task[int] | None = None
     speculated, ends = 0, time.monotonic()
-    if mode == "speculating":
+    if mode == "speculating" and foreseen:
         guess, speculated, ends = await foresee(services, person, text, went_on=went_on, ahead_s=ahead_s)
     record = TurnRecord(scenario=scenario, mode=mode, started=ends, speculated=speculated)
 
@@ -272,11 +283,52 @@ def quantiles(values: list[float]) -> tuple[float, float]:
 
 
 @dataclass(frozen=True, slots=True)
+class Hearing:
+    """One utterance through the Google recogniser: after the end of speech, its final and
+    the words it foresaw."""
+
+    final_s: float
+    foreseen_s: float | None  # None: nothing was told to the foresight
+    same_words: bool  # the words told are the final's, as the turn compares them
+
+    @property
+    def lead_s(self) -> float:
+        """How long before the final a first call began on words its turn adopts (0: none)."""
+        if self.foreseen_s is None or not self.same_words:
+            return 0.0
+        return max(0.0, self.final_s - self.foreseen_s)
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechSamples:
     """Hearing and first-audio times measured through the Google adapters and the fakes."""
 
-    hearing_s: list[float]
+    hearings: list[Hearing]
     first_audio_s: list[float]
+
+    @property
+    def hearing_s(self) -> list[float]:
+        return [h.final_s for h in self.hearings]
+
+    @property
+    def leads_s(self) -> list[float]:
+        return [h.lead_s for h in self.hearings]
+
+
+def foresight_line(samples: SpeechSamples) -> str:
+    """What Google's recogniser foresaw, and the lead the all-simulated speculating rows take."""
+    hearings = samples.hearings
+    told = [h for h in hearings if h.foreseen_s is not None]
+    same = [h for h in told if h.same_words]
+    line = (
+        f"Google foresight: words told after the pause in {len(told)} of {len(hearings)} utterances "
+        f"({len(told) / max(len(hearings), 1):.0%}), the final's words in {len(same)}; lead (final - foreseen, "
+        f"0 when none) p50 / p95 {_ms(quantiles(samples.leads_s))}"
+    )
+    if told:
+        foreseen = [h.foreseen_s for h in told if h.foreseen_s is not None]
+        line += f"; told p50 / p95 {_ms(quantiles(foreseen))} after the end of speech"
+    return line + " (the all-simulated speculating rows take each turn's lead from one utterance)."
 
 
 def report(
@@ -297,6 +349,7 @@ def report(
         f"{_ms(quantiles(samples.hearing_s))} over {len(samples.hearing_s)} utterances, streaming TTS text -> "
         f"first audio {_ms(quantiles(samples.first_audio_s))} over {len(samples.first_audio_s)} sentences, "
         "through the product's Google adapters and the gRPC fakes (bench/cloudsim/speech.py).",
+        foresight_line(samples),
         "",
         "| scenario | engines | mode | turns | calls/turn | first audio p50 / p95 | floor p50 | ours p50 "
         "| confirming p50 / p95 | floor p50 | ours p50 | first audio vs today | confirming vs today |",
@@ -309,10 +362,13 @@ def report(
             for mode in modes:
                 of = [r for r in records if r.scenario == scenario and r.mode == mode]
                 times = []
+                of = [r for r in of if r.engines in (None, engines)]
                 for r in of:
                     if engines == "offline":
                         drawn = OFFLINE_HEARING.draw(rng) if hearing_s is None else hearing_s
                         hearing, speech = drawn, OFFLINE_SPEECH_FIRST_AUDIO_S
+                    elif r.sample is not None:  # the utterance whose lead the turn took
+                        hearing, speech = samples.hearing_s[r.sample], rng.choice(samples.first_audio_s)
                     else:
                         hearing, speech = rng.choice(samples.hearing_s), rng.choice(samples.first_audio_s)
                     timing = r.timings(hearing, speech)
@@ -345,29 +401,30 @@ def report(
     if "speculating" in modes:
         lines += [
             "",
-            "| scenario | speculating turns | first calls begun | adopted | adopted, later half | "
+            "| scenario | lead | speculating turns | first calls begun | adopted | adopted, later half | "
             "differed (first part) | cost/turn streaming | cost/turn speculating | extra per turn |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for scenario, _ in SCENARIOS:
-            on = [r for r in records if r.scenario == scenario and r.mode == "speculating"]
-            off = [r for r in records if r.scenario == scenario and r.mode == "streaming"]
-            if not on:
-                continue
-            begun, adopted = sum(r.speculated for r in on), sum(r.adopted for r in on)
-            # Along the run: the thread grows turn by turn, so the later half is the long call.
-            later = on[len(on) // 2 :]
-            begun_later, adopted_later = sum(r.speculated for r in later), sum(r.adopted for r in later)
-            parts = {part: sum(r.differed.get(part, 0) for r in on) for part in PARTS}
-            differed = ", ".join(f"{part} {n}" for part, n in parts.items() if n) or "none"
-            cost_on = statistics.mean(r.cost_micros for r in on)
-            cost_off = statistics.mean(r.cost_micros for r in off) if off else None
-            lines.append(
-                f"| {scenario} | {len(on)} | {begun} | {adopted} ({adopted / max(begun, 1):.0%}) "
-                f"| {adopted_later} of {begun_later} ({adopted_later / max(begun_later, 1):.0%}) | {differed} "
-                f"| {'-' if cost_off is None else f'{cost_off:,.0f} µRp'} | {cost_on:,.0f} µRp "
-                f"| {'-' if cost_off is None else f'{cost_on - cost_off:+,.0f} µRp'} |"
-            )
+            for engines, lead in (("offline", "assumed"), ("all simulated", "Google, measured")):
+                on = [r for r in records if r.scenario == scenario and r.mode == "speculating" and r.engines == engines]
+                off = [r for r in records if r.scenario == scenario and r.mode == "streaming"]
+                if not on:
+                    continue
+                begun, adopted = sum(r.speculated for r in on), sum(r.adopted for r in on)
+                # Along the run: the thread grows turn by turn, so the later half is the long call.
+                later = on[len(on) // 2 :]
+                begun_later, adopted_later = sum(r.speculated for r in later), sum(r.adopted for r in later)
+                parts = {part: sum(r.differed.get(part, 0) for r in on) for part in PARTS}
+                differed = ", ".join(f"{part} {n}" for part, n in parts.items() if n) or "none"
+                cost_on = statistics.mean(r.cost_micros for r in on)
+                cost_off = statistics.mean(r.cost_micros for r in off) if off else None
+                lines.append(
+                    f"| {scenario} | {lead} | {len(on)} | {begun} | {adopted} ({adopted / max(begun, 1):.0%}) "
+                    f"| {adopted_later} of {begun_later} ({adopted_later / max(begun_later, 1):.0%}) | {differed} "
+                    f"| {'-' if cost_off is None else f'{cost_off:,.0f} µRp'} | {cost_on:,.0f} µRp "
+                    f"| {'-' if cost_off is None else f'{cost_on - cost_off:+,.0f} µRp'} |"
+                )
     return "\n".join(lines), ok and not unanswered
 
 
@@ -407,6 +464,11 @@ async def measure(args: argparse.Namespace) -> int:
                     person, _ = await services.people.sign_in_local(f"Budi {scenario} {mode}")
                     await services.wallet.grant_signup(person.id)
                     people[(scenario, mode)] = person.id
+            for scenario, _ in scenarios:  # the speculating turns at Google's measured lead
+                person, _ = await services.people.sign_in_local(f"Budi {scenario} speculating on Google")
+                await services.wallet.grant_signup(person.id)
+                people[(scenario, "google")] = person.id
+            draws = random.Random(args.seed + 1)  # which utterance's lead each such turn takes
             records: list[TurnRecord] = []
             for index in range(args.turns + 1):  # the first round warms connections and caches
                 for scenario, requests in scenarios:
@@ -427,14 +489,33 @@ async def measure(args: argparse.Namespace) -> int:
                             went_on=went_on,
                             ahead_s=args.lead_ms / 1000,
                         )
+                        if mode != "speculating":
+                            if index:
+                                records.append(record)
+                            continue
+                        record.engines = "offline"
+                        sample = draws.randrange(len(samples.hearings))
+                        lead_s = samples.leads_s[sample]
+                        google = await one_turn(
+                            services,
+                            sim,
+                            people[(scenario, "google")],
+                            scenario,
+                            mode,
+                            text,
+                            went_on=went_on and lead_s > 0,
+                            ahead_s=lead_s,
+                            foreseen=lead_s > 0,
+                        )
+                        google.engines, google.sample = "all simulated", sample
                         if index:
-                            records.append(record)
+                            records += [record, google]
             verified = await services.ledger.verify()
     elapsed = time.monotonic() - started
     load = f"load average {load_before} before, {_load()} after (2 cores shared)"
     hearing_s = None if args.hearing_ms is None else args.hearing_ms / 1000
     text, ok = report(records, random.Random(args.seed), elapsed, load, args.modes, samples, hearing_s)
-    ok = ok and len(samples.hearing_s) == len(samples.first_audio_s) == args.speech_samples
+    ok = ok and len(samples.hearings) == len(samples.first_audio_s) == args.speech_samples
     hearing = (
         f"drawn per turn, p50 {OFFLINE_HEARING.p50_s * 1000:.0f} / p95 {OFFLINE_HEARING.p95_s * 1000:.0f} ms"
         if hearing_s is None
@@ -442,7 +523,8 @@ async def measure(args: argparse.Namespace) -> int:
     )
     text += (
         f"\nOffline hearing (end of speech -> the turn) {hearing}; the speculative transcript"
-        f" {args.lead_ms:.0f} ms before the turn ends.\n"
+        f" {args.lead_ms:.0f} ms before the turn ends on the offline rows, the measured Google lead on the"
+        " all-simulated rows.\n"
     )
     text += f"\n`wallet verify` after the run: {'ok' if verified.ok else 'FAILED'}.\n"
     print(text)
@@ -478,29 +560,56 @@ class _Heard:
         self.text = ""
 
 
-async def hear_through_google(endpoint: str, key: Path, said: list[bytes]) -> list[float]:
-    """End of speech -> final transcript, one utterance per call, through `google_stt`."""
+async def hear_through_google(endpoint: str, key: Path, said: list[bytes]) -> list[Hearing]:
+    """End of speech -> final transcript, and -> the words foreseen, one utterance per
+    call, through `google_stt` with the call's VAD behind it."""
 
-    waits: list[float] = []
+    hearings: list[Hearing] = []
     for pcm in said:
-        wait = await _hear_one(endpoint, key, pcm)
-        if wait is not None:
-            waits.append(wait)
-    return waits
+        hearing = await _hear_one(endpoint, key, pcm)
+        if hearing is not None:
+            hearings.append(hearing)
+    return hearings
 
 
-async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> float | None:
-    from pipecat.frames.frames import InputAudioRawFrame
+class _Unheeded:
+    """A foresight that begins nothing: the adapter records when it told it (`last_told`)."""
+
+    def heard(self, text: str) -> None:
+        pass
+
+    def resumed(self) -> None:
+        pass
+
+
+async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> Hearing | None:
+    from pipecat.frames.frames import Frame, InputAudioRawFrame
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
     from pipecat.workers.runner import WorkerRunner
 
     from voice.engines.google import google_stt
+    from voice.pipeline import TurnTiming, call_vad
 
     chunk = 2 * HEARING_RATE // 50  # 20 ms
     heard = _Heard()
+    stt = google_stt(str(key), ["en-US"], endpoint=endpoint)
+    stt.set_foresight(_Unheeded())
+    vad = call_vad(TurnTiming(), stt)  # tells the adapter of the pause, as on a call
+    vad.set_sample_rate(HEARING_RATE)
+
+    class Listening(FrameProcessor):
+        """The call's VAD, hearing each frame after the recogniser (as the user turn does)."""
+
+        async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+            await super().process_frame(frame, direction)
+            if isinstance(frame, InputAudioRawFrame):
+                await vad.analyze_audio(frame.audio)
+            await self.push_frame(frame, direction)
+
     worker = PipelineWorker(
-        Pipeline([google_stt(str(key), ["en-US"], endpoint=endpoint), heard.sink]),
+        Pipeline([stt, Listening(), heard.sink]),
         params=PipelineParams(audio_in_sample_rate=HEARING_RATE),
         cancel_on_idle_timeout=False,
     )
@@ -531,7 +640,15 @@ async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> float | None:
         await asyncio.sleep(0.02)
     await worker.cancel()
     await asyncio.wait_for(running, HEARING_WAIT_MAX_S)
-    return heard.at - ended if heard.done.is_set() else None
+    await vad.cleanup()  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
+    if not heard.done.is_set():
+        return None
+    told = stt.last_told
+    if told is None:
+        return Hearing(final_s=heard.at - ended, foreseen_s=None, same_words=False)
+    return Hearing(
+        final_s=heard.at - ended, foreseen_s=told[0] - ended, same_words=words_of(told[1]) == words_of(heard.text)
+    )
 
 
 async def speak_through_google(endpoint: str, key: Path, sentences: list[str]) -> list[float]:
@@ -569,13 +686,16 @@ async def speech_samples(count: int, seed: int) -> SpeechSamples:
     with tempfile.TemporaryDirectory(prefix="cloud-speech-") as folder:
         key = throwaway_credentials(Path(folder) / "key.json")
         async with SimulatedSpeech(
-            stt_final=GOOGLE_STT_FINAL, tts_first_byte=GOOGLE_TTS_STREAMING_FIRST_BYTE, seed=seed
+            stt_final=GOOGLE_STT_FINAL,
+            stt_interim_after=GOOGLE_STT_INTERIM_AFTER_SPEECH,
+            tts_first_byte=GOOGLE_TTS_STREAMING_FIRST_BYTE,
+            seed=seed,
         ) as speech:
             hearing = await hear_through_google(speech.endpoint, key, [said[i % len(said)] for i in range(count)])
             first_audio = await speak_through_google(
                 speech.endpoint, key, [replies[i % len(replies)] for i in range(count)]
             )
-    return SpeechSamples(hearing_s=hearing, first_audio_s=first_audio)
+    return SpeechSamples(hearings=hearing, first_audio_s=first_audio)
 
 
 def _load() -> str:

@@ -12,7 +12,16 @@ Recognition: the offline Whisper the product already ships hears the audio (resa
 recogniser's final-result time (`latency.GOOGLE_STT_FINAL`, drawn per utterance) after the
 last loud chunk arrived, unless the person speaks again first, as Google's endpointer
 waits out a pause. Interim results come while the person speaks (one per
-`INTERIM_EVERY_S` of speech), each Whisper's reading of the audio so far.
+`INTERIM_EVERY_S` of speech), each Whisper's reading of the audio so far, and one more
+after they stop: the words up to the pause, the recogniser's interim time
+(`latency.GOOGLE_STT_INTERIM_AFTER_SPEECH`, drawn per utterance, an assumption) after the
+last loud chunk, unless they speak again first; it is the final's reading of the same audio
+(one Whisper pass for both), so its words are the final's. Every result carries
+`result_end_offset`, as Google's do: how far into the stream's audio it reaches (the audio
+it read; for the interim after speech, all the quiet received until it is sent, which
+holds no words). `plain_interims` writes interims as bare lower-case words (the final keeps
+Whisper's case and punctuation), for what a recogniser that punctuates only its finals
+would send.
 
 Synthesis: espeak-ng speaks each input (text, or Chirp 3 HD markup whose `[pause ...]`
 tags become silences) at the stream's speaking rate, resampled to the rate asked for; the
@@ -35,6 +44,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -56,6 +66,7 @@ TTS_CHUNK_S = 0.1  # Google sends audio in pieces of roughly this length
 # Chirp 3 HD's pause tags and the silences they stand for in the fake.
 PAUSE_TAGS = {"[pause short]": 150, "[pause]": 300, "[pause long]": 600}
 _PAUSE = re.compile(r"\[pause(?: short| long)?\]")
+_WORD = re.compile(r"\w+(?:'\w+)?")
 _STREAMING_VOICES = ("chirp3-hd", "chirp-hd", "journey")
 _AUDIO_MAX_BYTES = 32 * 1024 * 1024  # ~17 minutes at 16 kHz: past it the stream is refused
 _PCM = (cloud_tts.AudioEncoding.PCM, cloud_tts.AudioEncoding.LINEAR16)
@@ -112,6 +123,7 @@ class Recognition:
     interims: list[str] = field(default_factory=list)
     finals: list[str] = field(default_factory=list)
     final_waits_s: list[float] = field(default_factory=list)  # last loud chunk -> final sent
+    interim_waits_s: list[float] = field(default_factory=list)  # last loud chunk -> interim after speech sent
     cancelled: bool = False
     failed: bool = False
 
@@ -147,6 +159,8 @@ class _Utterance:
     speech_s: float = 0.0  # for the interim cadence
     interims_due: int = 1
     closed: bool = False  # its final is out (or going): no interim may follow it
+    reach_s: float = 0.0  # how far into the stream's audio the final's reading reaches
+    interim_reach_s: float = 0.0  # how far the newest interim sent reached
     interim_running: bool = False
 
 
@@ -163,6 +177,8 @@ class SimulatedSpeech:
     point the adapters at `speech.endpoint`."""
 
     stt_final: LogNormal = NO_WAIT
+    stt_interim_after: LogNormal = NO_WAIT
+    plain_interims: bool = False
     tts_first_byte: LogNormal = NO_WAIT
     tts_speed: float = GOOGLE_TTS_STREAMING_SPEED  # audio seconds sent per second after the first
     recognise: Recognise = whisper_recognise
@@ -266,6 +282,7 @@ class SimulatedSpeech:
         utterance = _Utterance()
         last_loud = 0.0
         pending: asyncio.Task[None] | None = None
+        after: asyncio.Task[None] | None = None  # the interim after speech, waiting its time
         tasks: set[asyncio.Task[None]] = set()
         rate = 0
         interim_wanted = False
@@ -297,7 +314,9 @@ class SimulatedSpeech:
                     # off, and the utterance goes on.
                     if pending is not None and not pending.done():
                         pending.cancel()
-                    pending = None
+                    if after is not None and not after.done():
+                        after.cancel()
+                    pending = after = None
                     if utterance.closed:
                         utterance = _Utterance()
                     last_loud = time.monotonic()
@@ -310,14 +329,22 @@ class SimulatedSpeech:
                     # final back past the latency model's time (the fake's cost, not Google's).
                     if not utterance.interim_running:
                         utterance.interim_running = True
-                        self._spawn(tasks, self._interim(utterance, bytes(utterance.audio), rate, seen, out))
+                        reach_s = seen.audio_bytes / 2 / rate
+                        self._spawn(tasks, self._interim(utterance, bytes(utterance.audio), rate, reach_s, seen, out))
                 if not loud and utterance.audio and pending is None and not utterance.closed:
-                    pending = asyncio.create_task(self._final(utterance, rate, last_loud, seen, out))
+                    hearing = self._hearing(utterance, rate, seen)
+                    pending = asyncio.create_task(self._final(utterance, hearing, last_loud, seen, out))
+                    if interim_wanted:
+                        after = asyncio.create_task(self._interim_after(utterance, hearing, rate, last_loud, seen, out))
             # Half-closed: whatever was said is finished now.
             if utterance.audio and pending is None and not utterance.closed:
-                pending = asyncio.create_task(self._final(utterance, rate, last_loud or time.monotonic(), seen, out))
+                hearing = self._hearing(utterance, rate, seen)
+                pending = asyncio.create_task(self._final(utterance, hearing, last_loud or time.monotonic(), seen, out))
             if pending is not None:
                 await pending
+            if after is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await after
             while tasks:  # interims still recognising
                 running = list(tasks)
                 await asyncio.gather(*running, return_exceptions=True)
@@ -328,6 +355,8 @@ class SimulatedSpeech:
         finally:
             if pending is not None:
                 pending.cancel()
+            if after is not None:
+                after.cancel()
             for task in tasks:
                 task.cancel()
 
@@ -336,6 +365,7 @@ class SimulatedSpeech:
         utterance: _Utterance,
         audio: bytes,
         rate: int,
+        reach_s: float,
         seen: Recognition,
         out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
     ) -> None:
@@ -343,14 +373,54 @@ class SimulatedSpeech:
             words = await self.recognise(_to_whisper_rate(audio, rate), seen.language)
         finally:
             utterance.interim_running = False
-        if words and not utterance.closed:  # never after the utterance's final
-            seen.interims.append(words)
-            await out.put(_result(words, is_final=False, language=seen.language))
+        # Never after the utterance's final, nor behind an interim that reached further.
+        if words and not utterance.closed and reach_s > utterance.interim_reach_s:
+            self._send_interim(utterance, words, reach_s, seen, out)
+
+    def _send_interim(
+        self,
+        utterance: _Utterance,
+        words: str,
+        reach_s: float,
+        seen: Recognition,
+        out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
+    ) -> None:
+        sent = " ".join(_WORD.findall(words.lower())) if self.plain_interims else words
+        utterance.interim_reach_s = reach_s
+        seen.interims.append(sent)
+        out.put_nowait(_result(sent, is_final=False, language=seen.language, reach_s=reach_s))
+
+    def _hearing(self, utterance: _Utterance, rate: int, seen: Recognition) -> asyncio.Future[str]:
+        """Whisper's reading of the utterance up to the pause, begun now (for the final and
+        the interim after speech alike)."""
+        utterance.reach_s = seen.audio_bytes / 2 / rate
+        hearing = asyncio.ensure_future(self.recognise(_to_whisper_rate(bytes(utterance.audio), rate), seen.language))
+        hearing.add_done_callback(_consume)  # read by whichever result wants it, or by none
+        return hearing
+
+    async def _interim_after(
+        self,
+        utterance: _Utterance,
+        hearing: asyncio.Future[str],
+        rate: int,
+        last_loud: float,
+        seen: Recognition,
+        out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
+    ) -> None:
+        """The words up to the pause as an interim, the drawn interim time after the last
+        loud chunk (or when the words are in, if later); called off if the person goes on."""
+        due = last_loud + self.stt_interim_after.draw(self._rng)
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        words = await asyncio.shield(hearing)
+        if words and not utterance.closed:
+            seen.interim_waits_s.append(time.monotonic() - last_loud)
+            # Nothing loud came since (it would have called this off): it reaches all audio in.
+            self._send_interim(utterance, words, seen.audio_bytes / 2 / rate, seen, out)
 
     async def _final(
         self,
         utterance: _Utterance,
-        rate: int,
+        hearing: asyncio.Future[str],
         last_loud: float,
         seen: Recognition,
         out: asyncio.Queue[cloud_speech.StreamingRecognizeResponse | _Refused | None],
@@ -358,19 +428,17 @@ class SimulatedSpeech:
         """Recognise what was said up to the pause while the endpointer waits it out; the
         final goes out at the drawn time, or when the words are in if that is later."""
         due = last_loud + self.stt_final.draw(self._rng)
-        hearing = asyncio.ensure_future(self.recognise(_to_whisper_rate(bytes(utterance.audio), rate), seen.language))
         try:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
         except asyncio.CancelledError:
-            hearing.add_done_callback(_consume)  # the person went on: these words are stale
-            raise
+            raise  # the person went on: these words are stale
         # Past the wait: the utterance is over (a recogniser that lags holds the final back).
-        words = await hearing
+        words = await asyncio.shield(hearing)
         utterance.closed = True
         seen.finals.append(words)
         seen.final_waits_s.append(time.monotonic() - last_loud)
         if words:
-            await out.put(_result(words, is_final=True, language=seen.language))
+            await out.put(_result(words, is_final=True, language=seen.language, reach_s=utterance.reach_s))
 
     @staticmethod
     def _spawn(tasks: set[asyncio.Task[None]], work: Awaitable[None]) -> None:
@@ -452,13 +520,14 @@ def _consume(task: asyncio.Future[str]) -> None:
         task.exception()
 
 
-def _result(words: str, *, is_final: bool, language: str) -> cloud_speech.StreamingRecognizeResponse:
+def _result(words: str, *, is_final: bool, language: str, reach_s: float) -> cloud_speech.StreamingRecognizeResponse:
     return cloud_speech.StreamingRecognizeResponse(
         results=[
             cloud_speech.StreamingRecognitionResult(
                 alternatives=[cloud_speech.SpeechRecognitionAlternative(transcript=words, confidence=0.9)],
                 is_final=is_final,
                 stability=0.0 if is_final else 0.5,
+                result_end_offset=timedelta(seconds=reach_s),
                 language_code=language.lower(),
             )
         ]

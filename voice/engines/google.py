@@ -21,11 +21,31 @@ volume have no field in streaming synthesis and are dropped.
 Both streaming services can be pointed at another endpoint (GOOGLE_STT_ENDPOINT,
 GOOGLE_TTS_ENDPOINT): a loopback one (the simulated cloud path of bench/cloudsim) is
 reached over a plain channel, anything else over TLS with the service account.
+
+Foresight (issue 28, docs/agents.md#a-speculative-first-call): Google's final result comes
+well after the end of speech (its endpointer waits the pause out, ~880 ms), while its
+interim results already hold the words. So the recogniser tells a `Foresight` (the turn's
+end, voice.turn_end) the newest interim's words once the person has paused and that
+interim covers the speech up to the pause, and Ava's first model call begins on them
+while the final is awaited. "Covers" is read from Google's own `result_end_offset` (how
+far into the stream's audio the result reaches): an interim reaching to within
+`PAUSE_REACH_S` of the audio the VAD had heard when it reported the pause (`speech_paused`)
+includes every word said before the pause; one that reaches less may miss the last word,
+and a guess that misses a word is dropped and billed, which costs the person money. So
+nothing is told mid-speech, nor from an interim without an end offset. Speaking again
+(`speech_resumed`, or the VAD's start after its stop) withdraws what was told (`resumed`).
+Google's `stability` is not read: it guesses whether an interim's words will change as
+more audio comes, which says nothing about whether they reach the pause, and the fake
+(bench/cloudsim/speech.py) sends one constant, so what it would buy was not measured.
+When the final differs from the interim only in case or punctuation ("Turn on the
+light." against "turn on the light") the turn still adopts the call: it compares words
+(chat.speculation `words_of`) and keeps the foreseen spelling, so the request is equal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
@@ -35,7 +55,15 @@ from google.cloud import speech_v2, texttospeech_v1
 from google.cloud.speech_v2.services.speech.transports import SpeechGrpcAsyncIOTransport
 from google.cloud.texttospeech_v1.services.text_to_speech.transports import TextToSpeechGrpcAsyncIOTransport
 from google.oauth2 import service_account
-from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame
+from pipecat.frames.frames import (
+    ErrorFrame,
+    Frame,
+    InterimTranscriptionFrame,
+    TranscriptionFrame,
+    TTSAudioRawFrame,
+    VADUserStartedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.google.stt import GoogleSTTService
 from pipecat.services.google.tts import GoogleHttpTTSService, GoogleTTSService
 from pipecat.services.settings import ServiceSettings, TTSSettings
@@ -43,6 +71,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.types import is_given
 
 from voice.prosody import read_segment
+from voice.turn_end import Foresight
 
 DEFAULT_VOICE = "en-US-Neural2-F"
 DEFAULT_LANGUAGE = "en-US"
@@ -60,6 +89,13 @@ _KEEPALIVE = (("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 # Voice families that skip SSML entirely in Google's API (and so in Pipecat's service).
 _NO_SSML_FAMILIES = ("chirp", "journey")
+# An interim that reaches this close to the audio heard when the VAD reported a pause
+# covers the speech before it: the pause is reported after the call's `pause_s` (60 ms,
+# voice.pipeline.TurnTiming) of quiet, and the recogniser is handed each frame before the
+# VAD reads it, so the speech ended at least this long before that point. (A VOICE_PAUSE_S
+# shorter than this would let an interim that far short of the pause through; a longer one
+# only asks more of it.)
+PAUSE_REACH_S = 0.06
 
 
 class UnsupportedVoice(ValueError):
@@ -215,10 +251,24 @@ class ProsodyGoogleTTSService(GoogleTTSService):
 
 
 class EndpointGoogleSTTService(GoogleSTTService):
-    """Pipecat's streaming Google STT, reached at `endpoint` when one is given."""
+    """Pipecat's streaming Google STT, reached at `endpoint` when one is given, that tells
+    a foresight the words of an interim result covering the speech before a pause (see the
+    module docstring)."""
 
     def __init__(self, *, endpoint: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._foresight: Foresight | None = None
+        # Seconds of audio queued for Google, and how much of it went to streams before the
+        # newest one (a result's offsets count from its own stream's start).
+        self._queued_s = 0.0
+        self._streamed_s = 0.0
+        self._stream_base_s = 0.0
+        # Paused: an interim reaching this far into the newest stream covers the speech.
+        self._covers_from_s: float | None = None
+        self._interim: tuple[str, float] | None = None  # the newest interim: words, end offset
+        self._told = ""  # the words told to the foresight since the person last spoke
+        # The newest words told, and when (time.monotonic()): the bench reads when they were foreseen.
+        self.last_told: tuple[float, str] | None = None
         if endpoint is None:
             return
         if is_loopback(endpoint):
@@ -229,6 +279,66 @@ class EndpointGoogleSTTService(GoogleSTTService):
                 credentials=_credentials(kwargs.get("credentials"), kwargs.get("credentials_path")),
                 client_options=ClientOptions(api_endpoint=endpoint),
             )
+
+    def set_foresight(self, foresight: Foresight) -> None:
+        """Tell `foresight` an interim's words once they cover the speech before a pause."""
+        self._foresight = foresight
+
+    def speech_paused(self) -> None:
+        """The person fell quiet: the newest interim, or the next, may hold all they said."""
+        self._covers_from_s = self._queued_s - self._stream_base_s - PAUSE_REACH_S
+        self._consider()
+
+    def speech_resumed(self) -> None:
+        """The person went on: what was told no longer covers them."""
+        self._covers_from_s = None
+        if self._told and self._foresight is not None:
+            self._told = ""
+            self._foresight.resumed()
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        if isinstance(frame, VADUserStartedSpeakingFrame):
+            self.speech_resumed()  # speaking again after the VAD's stop, not only after a pause
+        await super().process_frame(frame, direction)
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
+        if self._streaming_task and self.sample_rate:
+            self._queued_s += len(audio) / (2 * self.sample_rate)
+        async for frame in super().run_stt(audio):
+            yield frame
+
+    async def _request_generator(self) -> AsyncIterator[speech_v2.StreamingRecognizeRequest]:
+        # A new stream (Pipecat reconnects past Google's stream limit or after an error):
+        # its results' offsets count from the audio it is sent first.
+        self._stream_base_s = self._streamed_s
+        requests: AsyncIterator[speech_v2.StreamingRecognizeRequest] = super()._request_generator()  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
+        async for request in requests:
+            if request.audio and self.sample_rate:
+                self._streamed_s += len(request.audio) / (2 * self.sample_rate)
+            yield request
+
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
+        if isinstance(frame, InterimTranscriptionFrame) and frame.text.strip():
+            end = getattr(frame.result, "result_end_offset", None)
+            # No end offset: where the words reach is unknown, so they are never told.
+            end_s = end.total_seconds() if end else -1.0
+            self._interim = (frame.text.strip(), end_s)
+            self._consider()
+        elif isinstance(frame, TranscriptionFrame):
+            # The final: the turn takes the words from here (voice.turn_end).
+            self._interim, self._covers_from_s, self._told = None, None, ""
+        await super().push_frame(frame, direction)
+
+    def _consider(self) -> None:
+        """Tell the newest interim's words if the person has paused and they reach the pause."""
+        if self._foresight is None or self._covers_from_s is None or self._interim is None:
+            return
+        words, end_s = self._interim
+        if end_s < self._covers_from_s or words == self._told:
+            return
+        self._told = words
+        self.last_told = (time.monotonic(), words)
+        self._foresight.heard(words)
 
 
 def google_stt(
