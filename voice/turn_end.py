@@ -88,6 +88,21 @@ FORESEE_LEFT_MIN_S = 0.03
 _AUDIO_SLACK_S = 0.02
 # Audio that stops coming (not quiet: no frames at all) no longer holds a wait past this.
 AUDIO_STALL_S = 1.0
+# Words whose last word the recogniser gave a probability below this wait the long wait,
+# however finished they sound (0: never). Placeholder until measured (BENCHMARKS.md).
+UNSURE_LAST_WORD_P = 0.0
+
+
+class Heard(str):
+    """A recogniser's words, with the probability its decoder gave their last word (None
+    when it does not say): a str everywhere else."""
+
+    last_word_p: float | None
+
+    def __new__(cls, text: str, last_word_p: float | None = None) -> Heard:
+        heard = super().__new__(cls, text)
+        heard.last_word_p = last_word_p
+        return heard
 
 
 class Foresight(Protocol):
@@ -122,6 +137,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         language: str = "en",
         clock: Callable[[], float] = time.monotonic,
         foresight: Foresight | None = None,
+        unsure_p: float = UNSURE_LAST_WORD_P,
     ) -> None:
         super().__init__()
         assert 0 <= finished_s <= unfinished_s, "a finished request never waits longer than an unfinished one"
@@ -129,7 +145,9 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         self.unfinished_s = unfinished_s
         self._language = language
         self._clock = clock
+        self.unsure_p = unsure_p
         self._text = ""
+        self._unsure = False  # the recogniser was unsure of the last word heard
         self._speaking = False
         self._stopped_at: float | None = None
         self._heard = False  # a transcript came since the person last started speaking
@@ -181,6 +199,8 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         elif isinstance(frame, TranscriptionFrame) and frame.text.strip():
             self._text = f"{self._text} {frame.text.strip()}".strip()
             self._heard = True
+            last_word_p = getattr(frame.text, "last_word_p", None)
+            self._unsure = last_word_p is not None and last_word_p < self.unsure_p
             if self._stopped_at is None and not self._speaking:
                 self._stopped_at = self._clock()  # words without a VAD stop: count from them
                 self._stopped_audio_s = self._audio_s
@@ -214,7 +234,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         """End the turn if its wait is over, else wait for the rest of it."""
         if self._speaking or self._stopped_at is None or not self._heard:
             return
-        finished = sounds_finished(self._text, self._language)
+        finished = sounds_finished(self._text, self._language) and not self._unsure
         wait_s = self.finished_s if finished else self.unfinished_s
         quiet_s = self._clock() - self._stopped_at
         if self._audio_seen and quiet_s < wait_s + AUDIO_STALL_S - _EARLY_S:
@@ -255,6 +275,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
 
     async def _reset(self) -> None:
         self._text = ""
+        self._unsure = False
         self._stopped_at = None
         self._heard = False
         self._audio_due_s = None
