@@ -27,9 +27,10 @@ finished. Its decoder gave such a made-up last word a probability of 0.12-0.66, 
 last word of a request said to its end 0.72 or more: words whose last word it was less sure
 of than `UNSURE_LAST_WORD_P` (0.6) wait the long wait however they sound (`Heard`, from
 voice.engines.whisper; a recogniser that does not say is judged by its words alone). On
-`bench.turn_end` it took false cut-offs of trailing utterances from 33 % to 5 %, and no
-finished request waited the long wait (BENCHMARKS.md, "Trailing utterances a person would
-make"). "turn on the" heard as "turn over" is said with a sure "over" and still cut.
+`bench.turn_end`'s trailing utterances (the request spoken once, a pause put in) it took
+false cut-offs from 33 % and 31 % to 5 % and 0 % in two runs, and every finished request
+still ended one turn (BENCHMARKS.md, "Trailing utterances a person would make"). A
+made-up word the decoder is sure of still cuts: "turn on the" heard as "turn over".
 
 Both waits count from the VAD's stop and both need a transcript of the speech since the
 last start: speaking again cancels the wait, and the turn then ends on the whole
