@@ -83,7 +83,7 @@ from pipecat.transcriptions.language import Language
 from pipecat.utils.time import time_now_iso8601
 
 from voice.engines.whisper_mel import window_features
-from voice.turn_end import Foresight
+from voice.turn_end import Foresight, Heard
 from voice.vocabulary import NO_DEVICE, Expected, doubts, zee_addressed
 
 if TYPE_CHECKING:
@@ -260,6 +260,7 @@ def decode_short(
         max_length=len(prompt) + TOKENS_MIN + math.ceil(TOKENS_PER_S * len(samples) / WHISPER_RATE),
         return_scores=True,
         return_no_speech_prob=True,
+        return_logits_vocab=True,  # the last word's probability (`last_word_p`)
         suppress_blank=True,
         suppress_tokens=[-1],  # the model's own list of tokens never to write
     )[0]
@@ -269,7 +270,30 @@ def decode_short(
     silent = result.no_speech_prob > NO_SPEECH_PROB_MAX and avg_logprob < LOG_PROB_SILENCE_MAX
     if silent or result.no_speech_prob > NO_SPEECH_PROB_CERTAIN:
         return "", avg_logprob
-    return _without_repeats(_without_loops(tokenizer.decode(tokens).strip())), avg_logprob
+    text = _without_repeats(_without_loops(tokenizer.decode(tokens).strip()))
+    return Heard(text, last_word_p(tokenizer, tokens, result.logits[0])), avg_logprob
+
+
+def last_word_p(tokenizer: Tokenizer, tokens: list[int], logits: list[Any]) -> float | None:
+    """The probability the decoder gave the last word it wrote (the mean over its tokens, as
+    faster-whisper's word probability; punctuation after it left out), None for no word.
+    Whisper tiny.en finishes a phrase that trails off with a word it is unsure of ("set a
+    timer for" written "Set a timer for it."), which the turn's end waits on (voice.turn_end)."""
+    pieces = [tokenizer.decode([token]) for token in tokens]
+    end = len(pieces)
+    while end > 0 and not any(c.isalnum() for c in pieces[end - 1]):
+        end -= 1
+    if end == 0 or len(logits) < end:
+        return None
+    start = end - 1
+    while start > 0 and not pieces[start].startswith(" "):
+        start -= 1
+    probs = []
+    for step in range(start, end):
+        scores = np.asarray(logits[step], dtype=np.float64).ravel()
+        top = float(np.max(scores))
+        probs.append(math.exp(float(scores[tokens[step]]) - top - math.log(float(np.sum(np.exp(scores - top))))))
+    return sum(probs) / len(probs)
 
 
 _tokenizers: dict[tuple[int, str], Tokenizer] = {}
@@ -618,7 +642,7 @@ class WhisperSTTService(SegmentedSTTService):
             await self.stop_processing_metrics()
         if text:
             yield TranscriptionFrame(
-                text=text,
+                text=text,  # a `Heard` from the short window: the turn's end reads its last word's probability
                 user_id=self._user_id,
                 timestamp=time_now_iso8601(),
                 language=Language(self.recogniser.language),
