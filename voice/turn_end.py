@@ -214,8 +214,7 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
         elif isinstance(frame, TranscriptionFrame) and frame.text.strip():
             self._text = f"{self._text} {frame.text.strip()}".strip()
             self._heard = True
-            last_word_p = getattr(frame.text, "last_word_p", None)
-            self._unsure = last_word_p is not None and last_word_p < self.unsure_p
+            self._unsure = self._doubts(frame.text)
             if self._stopped_at is None and not self._speaking:
                 self._stopped_at = self._clock()  # words without a VAD stop: count from them
                 self._stopped_audio_s = self._audio_s
@@ -233,11 +232,18 @@ class FinishedWordsStop(BaseUserTurnStopStrategy):  # type: ignore[no-untyped-ca
 
     def guessed(self, words: str) -> None:
         """A guess at the words said since the last stop: the turn's words so far with it
-        go to the foresight when they sound finished."""
+        go to the foresight when they sound finished and the recogniser was sure of their
+        last word (a guess it was unsure of waits the long wait: begun on it, the first
+        call would mostly be dropped, and billed, when the person goes on)."""
         whole = f"{self._text} {words.strip()}".strip()
-        if self._foresight is not None and sounds_finished(whole, self._language):
+        if self._foresight is not None and sounds_finished(whole, self._language) and not self._doubts(words):
             self._foreseen = True
             self._foresight.heard(whole)
+
+    def _doubts(self, words: str) -> bool:
+        """Whether the recogniser gave the last word of `words` less than `unsure_p`."""
+        last_word_p = getattr(words, "last_word_p", None)
+        return last_word_p is not None and last_word_p < self.unsure_p
 
     def went_on(self) -> None:
         """The person went on after the pause a guess was made at."""

@@ -142,3 +142,27 @@ def test_the_last_words_probability_leaves_out_punctuation_and_averages_its_piec
     assert p is not None and abs(p - sum(probabilities) / len(probabilities)) < 1e-3
     dots = tokenizer.encode("...")
     assert last_word_p(tokenizer, dots, _steps(dots, [0.5] * len(dots))) is None
+
+
+async def test_a_guess_whose_last_word_was_unsure_is_not_foreseen() -> None:
+    """Whisper's guess at the pause begins the speculative first call only when it was sure
+    of the last word: begun on "Set a timer for it.", the call would be dropped and billed
+    when the person goes on with "ten minutes"."""
+    told: list[str] = []
+
+    class _Told:
+        def heard(self, text: str) -> None:
+            told.append(text)
+
+        def resumed(self) -> None:
+            told.append("resumed")
+
+    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=_Clock(), foresight=_Told())
+    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
+    await stop.handle_user_turn_started()
+    guesses = stop.guesses()
+    guesses.heard(Heard("Set a timer for it.", UNSURE_LAST_WORD_P / 4))
+    assert told == [], "an invented last word begins no call"
+    guesses.heard(Heard("Set a timer for ten minutes.", 0.93))
+    assert told == ["Set a timer for ten minutes."]
+    await stop.cleanup()

@@ -587,7 +587,9 @@ class WhisperSTTService(SegmentedSTTService):
             return
         if done.exception() is not None:
             return
-        text = done.result().strip()
+        result = done.result()
+        # Stripped, with the decoder's doubt of the last word kept (a `Heard`; voice.turn_end).
+        text = Heard(result.strip(), getattr(result, "last_word_p", None))
         if text:  # whether the words sound finished is for whoever hears them (voice.turn_end)
             self._foreseen = True
             self._foresight.heard(text)
