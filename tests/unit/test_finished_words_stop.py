@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
-from typing import Any
 
 from pipecat.frames.frames import (
     InputAudioRawFrame,
@@ -18,32 +17,11 @@ from pipecat.frames.frames import (
 )
 from pipecat.utils.asyncio.task_manager import TaskManager
 
+from tests.unit.turn_end_strategy import FINISHED_S, UNFINISHED_S
+from tests.unit.turn_end_strategy import Clock as _Clock
+from tests.unit.turn_end_strategy import strategy as _strategy
 from voice.pipeline import TurnTiming, turn_stop
 from voice.turn_end import AUDIO_STALL_S, FinishedWordsStop
-
-FINISHED_S, UNFINISHED_S = 0.05, 0.5
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def _strategy(clock: _Clock, stop: FinishedWordsStop | None = None) -> tuple[FinishedWordsStop, list[str]]:
-    stop = stop or FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock)
-    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
-    ended: list[str] = []
-
-    async def on_stopped(_strategy: Any, _params: Any) -> None:
-        ended.append(stop.text)
-        await stop.handle_user_turn_stopped()
-
-    stop.add_event_handler("on_user_turn_stopped", on_stopped)
-    await stop.handle_user_turn_started()
-    return stop, ended
 
 
 def _words(text: str) -> TranscriptionFrame:

@@ -19,32 +19,11 @@ import numpy as np
 from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
 from pipecat.utils.asyncio.task_manager import TaskManager
 
+from tests.unit.turn_end_strategy import FINISHED_S, UNFINISHED_S
+from tests.unit.turn_end_strategy import Clock as _Clock
+from tests.unit.turn_end_strategy import strategy as _strategy
 from voice.engines.whisper import last_word_p
 from voice.turn_end import UNSURE_LAST_WORD_P, FinishedWordsStop, Heard
-
-FINISHED_S, UNFINISHED_S = 0.05, 0.5
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def _strategy(clock: _Clock, **kwargs: Any) -> tuple[FinishedWordsStop, list[str]]:
-    stop = FinishedWordsStop(finished_s=FINISHED_S, unfinished_s=UNFINISHED_S, clock=clock, **kwargs)
-    await stop.setup(SimpleNamespace(task_manager=TaskManager()))  # type: ignore[arg-type]
-    ended: list[str] = []
-
-    async def on_stopped(_strategy: Any, _params: Any) -> None:
-        ended.append(stop.text)
-        await stop.handle_user_turn_stopped()
-
-    stop.add_event_handler("on_user_turn_stopped", on_stopped)
-    await stop.handle_user_turn_started()
-    return stop, ended
 
 
 async def _heard(stop: FinishedWordsStop, text: str) -> None:
