@@ -406,7 +406,7 @@ def report(
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for scenario, _ in SCENARIOS:
-            for engines, lead in (("offline", "assumed"), ("all simulated", "Google, measured")):
+            for engines, lead in (("offline", "--lead-ms"), ("all simulated", "Google, measured")):
                 on = [r for r in records if r.scenario == scenario and r.mode == "speculating" and r.engines == engines]
                 off = [r for r in records if r.scenario == scenario and r.mode == "streaming"]
                 if not on:
@@ -573,10 +573,13 @@ async def hear_through_google(endpoint: str, key: Path, said: list[bytes]) -> li
 
 
 class _Unheeded:
-    """A foresight that begins nothing: the adapter records when it told it (`last_told`)."""
+    """A foresight that begins nothing, and keeps the newest words it was told and when."""
+
+    def __init__(self) -> None:
+        self.told: tuple[float, str] | None = None
 
     def heard(self, text: str) -> None:
-        pass
+        self.told = (time.monotonic(), text)
 
     def resumed(self) -> None:
         pass
@@ -595,7 +598,8 @@ async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> Hearing | None:
     chunk = 2 * HEARING_RATE // 50  # 20 ms
     heard = _Heard()
     stt = google_stt(str(key), ["en-US"], endpoint=endpoint)
-    stt.set_foresight(_Unheeded())
+    foresight = _Unheeded()
+    stt.set_foresight(foresight)
     vad = call_vad(TurnTiming(), stt)  # tells the adapter of the pause, as on a call
     vad.set_sample_rate(HEARING_RATE)
 
@@ -643,7 +647,7 @@ async def _hear_one(endpoint: str, key: Path, pcm: bytes) -> Hearing | None:
     await vad.cleanup()  # type: ignore[no-untyped-call]  # untyped in Pipecat 1.14
     if not heard.done.is_set():
         return None
-    told = stt.last_told
+    told = foresight.told
     if told is None:
         return Hearing(final_s=heard.at - ended, foreseen_s=None, same_words=False)
     return Hearing(

@@ -45,7 +45,6 @@ light." against "turn on the light") the turn still adopts the call: it compares
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
@@ -267,8 +266,6 @@ class EndpointGoogleSTTService(GoogleSTTService):
         self._covers_from_s: float | None = None
         self._interim: tuple[str, float] | None = None  # the newest interim: words, end offset
         self._told = ""  # the words told to the foresight since the person last spoke
-        # The newest words told, and when (time.monotonic()): the bench reads when they were foreseen.
-        self.last_told: tuple[float, str] | None = None
         if endpoint is None:
             return
         if is_loopback(endpoint):
@@ -337,7 +334,6 @@ class EndpointGoogleSTTService(GoogleSTTService):
         if end_s < self._covers_from_s or words == self._told:
             return
         self._told = words
-        self.last_told = (time.monotonic(), words)
         self._foresight.heard(words)
 
 
